@@ -1,0 +1,1 @@
+"""The command line: a thin click skin over the library, one module per command."""

@@ -1,0 +1,68 @@
+"""`vllm-configurator estimate`: vLLM's own flags in, what vLLM will allocate and log out."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from configurator.errors import ExitCode
+from configurator.vllm.flags import FLAGS, convert
+
+
+def _flag_options(fn):
+    for flag in reversed(FLAGS):
+        if flag.dest == "model":
+            continue
+        names = [flag.option, "--" + flag.dest, *flag.short]
+        names = list(dict.fromkeys(names))
+        if flag.type == "bool" and flag.negatable:
+            opt = click.option(f"{flag.option}/--no-{flag.option[2:]}", flag.dest, default=None, help=flag.help)
+        elif flag.type == "bool":
+            opt = click.option(*names, flag.dest, is_flag=True, default=None, help=flag.help)
+        else:
+            opt = click.option(*names, flag.dest, default=None, help=flag.help, metavar=flag.type.upper())
+        fn = opt(fn)
+    return fn
+
+
+@click.command("estimate", context_settings={"ignore_unknown_options": False})
+@click.option("--model", "model", help="Built-in profile, Hugging Face id, or path to config.json / model folder.")
+@click.option("--gpu", help="GPU name, alias, or node-label value (see `vllm-configurator gpus`); MIG: a100-80gb:3g.40gb.")
+@click.option("--gpu-memory", "--gpu_memory", "gpu_memory", help="GPU memory as CUDA reports it, e.g. 79.18GiB or 81559MiB.")
+@click.option("--gpu-memory-used", "--gpu_memory_used", "gpu_memory_used", default=None,
+              help="Memory already taken on the device by other processes (e.g. 6GiB).")
+@click.option("--vllm-version", "--vllm_version", "vllm_version", default="latest", show_default=True,
+              help="vLLM release whose behaviour to model (0.10 to the newest).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_flag_options
+@click.argument("serve_command", nargs=-1, type=click.UNPROCESSED)
+def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, fmt, serve_command, **flags) -> None:
+    """What vLLM will allocate and log for these flags, and whether it will start.
+
+    Takes vLLM's flags by vLLM's names (dashes or underscores), or a whole command after `--`:
+
+      vllm-configurator estimate --gpu l4 -- vllm serve Qwen/Qwen3-8B --max-model-len 32768
+
+    Exit 0 when it fits, 1 when vLLM would refuse to start, 2 for bad input.
+    """
+    from configurator.estimate import EstimateRequest, estimate
+    from configurator.report import ESTIMATE_FORMATS
+    from configurator.units import parse_size
+    from configurator.vllm.flags import BY_DEST, parse_serve_args
+
+    parsed: dict = {}
+    if serve_command:
+        parsed, unknown = parse_serve_args(list(serve_command))
+    for dest, raw in flags.items():
+        if raw is not None:
+            parsed[dest] = convert(BY_DEST[dest], raw)
+    name = model or parsed.pop("model", None)
+    parsed.pop("model", None)
+    if not name:
+        raise click.UsageError("name a model with --model (or after `-- vllm serve`)")
+    used = parse_size(gpu_memory_used, what="--gpu-memory-used") if gpu_memory_used else 0
+    result = estimate(EstimateRequest(model=name, gpu=gpu, gpu_memory=gpu_memory, vllm_version=vllm_version,
+                                      flags=parsed, gpu_memory_used=used))
+    ESTIMATE_FORMATS[fmt](result, sys.stdout)
+    sys.exit(int(ExitCode.OK if result.fits else ExitCode.FAIL))

@@ -1,0 +1,50 @@
+"""Entry point: `vllm-configurator` and its commands; maps results and errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from configurator import __version__
+from configurator.errors import ConfiguratorError, ExitCode
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except ConfiguratorError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(int(e.exit_code))
+        except (OSError, ValueError) as e:  # last line of defence: one line, never a traceback
+            click.echo(f"error: {e}", err=True)
+            sys.exit(int(ExitCode.USAGE))
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vllm-configurator")
+def cli() -> None:
+    """Predict vLLM's GPU memory budget and KV-cache capacity before you start it.
+
+    Exit codes: 0 fits / clean, 1 vLLM would refuse to start, 2 bad input.
+    """
+
+
+def _register() -> None:
+    from configurator.cli.estimate import estimate_cmd
+    from configurator.cli.gpus import gpus_cmd
+
+    cli.add_command(estimate_cmd)
+    cli.add_command(gpus_cmd)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="vllm-configurator")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

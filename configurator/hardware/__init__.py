@@ -1,0 +1,1 @@
+"""GPU catalog lookups (names, aliases, node-label values, MIG slices)."""

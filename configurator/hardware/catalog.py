@@ -1,0 +1,136 @@
+"""The GPU catalog (profiles/gpus/*.yaml): lookup by name, alias, product or node-label value.
+
+MIG slices are GPUs of their own size: `a100-80gb:3g.40gb`, `NVIDIA-A100-SXM4-80GB-MIG-3g.40gb`
+or the MIG resource name `nvidia.com/mig-3g.40gb` with a parent.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import yaml
+
+from configurator.errors import InputError, NotFoundError
+from configurator.resources import data_path
+from configurator.units import MiB, parse_size
+
+try:  # the C loader is several times faster; fall back where libyaml is missing
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU (or MIG slice) as vLLM sees it."""
+
+    name: str
+    display_name: str
+    vendor: str
+    total_bytes: int  # CUDA-visible total (cudaMemGetInfo), what vLLM multiplies by utilization
+    total_source: str
+    compute_capability: str = ""
+    fp8: bool = False
+    fp4: bool = False
+    fp8_kv: str = "native"
+    product_name: str = ""  # as vLLM's get_device_name would report it (used for default rules)
+    mig_profile: str | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def sm(self) -> int:
+        """Compute capability as an integer (9.0 -> 90); 0 when unknown or not NVIDIA."""
+        m = re.fullmatch(r"(\d+)\.(\d+)", self.compute_capability or "")
+        return int(m.group(1)) * 10 + int(m.group(2)) if m else 0
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[\s_]+", "-", s.strip().lower())
+
+
+@lru_cache(maxsize=1)
+def _entries() -> tuple[dict, ...]:
+    folder = data_path("profiles", "gpus")
+    out = []
+    for p in sorted(folder.glob("*.yaml")):
+        with open(p, encoding="utf-8") as f:
+            d = yaml.load(f, Loader=_Loader)
+        if isinstance(d, dict) and d.get("name"):
+            out.append(d)
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, dict]:
+    idx: dict[str, dict] = {}
+    for d in _entries():
+        keys = [d["name"], *d.get("aliases", []), *d.get("product_names", []),
+                *d.get("gfd_products", []), *d.get("gke_accelerators", [])]
+        for k in keys:
+            idx.setdefault(_norm(str(k)), d)
+    return idx
+
+
+def list_gpus() -> list[GPU]:
+    return [_gpu(d) for d in _entries()]
+
+
+def _gpu(d: dict, mig: str | None = None) -> GPU:
+    total = int(d["cuda_total_bytes"])
+    source = str(d.get("cuda_total_source", ""))
+    name = d["name"]
+    if mig:
+        slices = {_norm(k): (k, v) for k, v in (d.get("mig") or {}).items()}
+        if _norm(mig) not in slices:
+            raise NotFoundError(f"MIG profile of {name}", mig, sorted(k for k, _ in slices.values()))
+        key, info = slices[_norm(mig)]
+        if info.get("cuda_total_mib") or info.get("smi_total_mib"):
+            mib = int(info.get("cuda_total_mib") or info["smi_total_mib"])
+            kind = "CUDA" if info.get("cuda_total_mib") else "nvidia-smi"
+        else:
+            # only the nominal size is published: MIG 'N gb' slices show about N x 1,000 MiB
+            # (A100 3g.40gb: 40,192 MiB; 1g.10gb: 9,984 MiB)
+            mib = int(info["nominal_gb"]) * 1000
+            kind = "nominal, approximate"
+        total = mib * MiB
+        source = f"MIG slice {key}: {mib} MiB ({kind} total)"
+        name = f"{name}:{key}"
+        mig = key
+    products = d.get("product_names") or [d.get("display_name", name)]
+    return GPU(name=name, display_name=d.get("display_name", name) + (f" MIG {mig}" if mig else ""),
+               vendor=d.get("vendor", "nvidia"), total_bytes=total, total_source=source,
+               compute_capability=str(d.get("compute_capability", "")), fp8=bool(d.get("fp8")),
+               fp4=bool(d.get("fp4")), fp8_kv=str(d.get("fp8_kv", "native")),
+               product_name=str(products[0]), mig_profile=mig, aliases=tuple(d.get("aliases", [])))
+
+
+_MIG_RE = re.compile(r"^(?P<gpu>.+?)(?::|-mig-|/mig-)(?P<mig>\d+g\.\d+gb(?:\+me)?)$", re.I)
+
+
+def find_gpu(name: str) -> GPU:
+    """Look up a GPU by canonical name, alias, nvidia-smi name, GFD product or GKE accelerator."""
+    key = _norm(name)
+    idx = _index()
+    if key in idx:
+        return _gpu(idx[key])
+    m = _MIG_RE.match(key)
+    if m and _norm(m.group("gpu")) in idx:
+        return _gpu(idx[_norm(m.group("gpu"))], m.group("mig"))
+    if re.fullmatch(r"(nvidia\.com/)?mig-\d+g\.\d+gb", key):
+        raise InputError(f"MIG slice '{name}' needs its parent GPU, e.g. a100-80gb:{key.split('mig-')[-1]}")
+    names = sorted({d["name"] for d in _entries()} | {a for d in _entries() for a in d.get("aliases", [])})
+    near = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
+    raise NotFoundError("GPU", name, near, hint="`vllm-configurator gpus` lists them; or pass --gpu-memory")
+
+
+def custom_gpu(memory: str) -> GPU:
+    """A GPU known only by its memory (`--gpu-memory 79.18GiB`): taken as the CUDA total."""
+    total = parse_size(memory, what="--gpu-memory")
+    if total <= 0:
+        raise InputError("--gpu-memory must be positive")
+    return GPU(name="custom", display_name=f"GPU with {memory}", vendor="nvidia", total_bytes=total,
+               total_source=f"--gpu-memory {memory}", compute_capability="")

@@ -1,0 +1,169 @@
+"""Weight bytes per GPU ("Model loading took X GiB"), from the checkpoint size or the config.
+
+vLLM loads checkpoints as stored: column/row-parallel linears and the vocab-parallel embedding
+and lm_head split by TP (vocab padded to a multiple of 64); norms are replicated; PP stages hold
+their own layers, the first the embedding, the last the lm_head. MoE experts split by TP (or
+spread by expert parallelism). Quantized linears take their quantized size; embeddings, lm_head,
+norms and routers stay 16-bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from configurator.model.spec import ModelSpec
+from configurator.units import cdiv
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameters by where they live (counts, not bytes)."""
+
+    embedding: int
+    lm_head: int
+    per_layer_linear: tuple[int, ...]  # quantizable linear weights of each decoder layer
+    per_layer_other: tuple[int, ...]  # norms, routers, biases, SSM parameters (16-bit)
+    vision: int = 0
+
+    @property
+    def total(self) -> int:
+        return (self.embedding + self.lm_head + sum(self.per_layer_linear) + sum(self.per_layer_other)
+                + self.vision)
+
+
+def count_params(model: ModelSpec) -> ParamCounts:
+    """Estimate parameter counts from the config (the same shapes vLLM's model classes build)."""
+    c = model.text_config
+    h = model.hidden_size
+    vocab = cdiv(model.vocab_size, 64) * 64 if model.vocab_size else 0
+    n = model.num_hidden_layers
+    heads = model.num_attention_heads
+    hd = int(c.get("head_dim") or 0) or h // heads
+    attn_by_layer: dict[int, int] = {}
+    for g in model.layers:
+        if g.kind == "mamba" or g.index in attn_by_layer:
+            continue
+        if model.is_mla:
+            attn_by_layer[g.index] = _mla_params(c, h, heads)
+        else:
+            q = heads * g.head_size
+            kv = g.num_kv_heads * (g.head_size + g.head_size_v)
+            attn_by_layer[g.index] = h * q + h * kv + q * h
+    mamba_by_layer: dict[int, int] = {}
+    for g in model.layers:
+        if g.kind == "mamba" and g.mamba is not None:
+            m = g.mamba
+            if m.variant == "gdn":
+                qk = m.num_k_heads * m.k_head_dim
+                v = m.num_heads * m.head_dim
+                proj = h * (2 * qk + 2 * v + 2 * m.num_heads) + v * h
+            elif m.variant in ("mamba2", "mamba1"):
+                inner = m.intermediate_size
+                proj = h * (2 * inner + 2 * m.n_groups * m.state_size + m.num_heads) + inner * h
+            else:
+                proj = 2 * h * h
+            mamba_by_layer[g.index] = proj
+    dense_mlp = _mlp_params(h, model.intermediate_size, c)
+    moe = _moe_params(c, h)
+    linear, other = [], []
+    first_dense = int(c.get("first_k_dense_replace") or 0)
+    freq = int(c.get("moe_layer_freq") or 1) if isinstance(c.get("moe_layer_freq"), int) else 1
+    pattern = c.get("hybrid_override_pattern") if isinstance(c.get("hybrid_override_pattern"), str) else None
+    blocks = c.get("block_configs") if isinstance(c.get("block_configs"), list) else None
+    for i in range(n):
+        lin = attn_by_layer.get(i, 0) + mamba_by_layer.get(i, 0)
+        if blocks is not None and i < len(blocks) and isinstance(blocks[i], dict):
+            ffn = blocks[i].get("ffn") or {}
+            if not ffn.get("no_op"):
+                # DeciLM _ffn_mult_to_intermediate_size: 2/3 x mult x hidden, rounded up to 256
+                inter = cdiv(int(2 * float(ffn.get("ffn_mult") or 0) * h / 3), 256) * 256
+                lin += _mlp_params(h, inter, c)
+        elif pattern is not None:
+            ch = pattern[i] if i < len(pattern) else "-"
+            lin += moe if ch == "E" else dense_mlp if ch == "-" else 0
+        elif moe and i >= first_dense and (i - first_dense) % freq == 0:
+            lin += moe
+        else:
+            lin += dense_mlp
+        linear.append(lin)
+        other.append(2 * h)
+    embedding = vocab * h
+    lm_head = 0 if model.tie_word_embeddings else vocab * h
+    return ParamCounts(embedding, lm_head, tuple(linear), tuple(other))
+
+
+def _mla_params(c: dict, h: int, heads: int) -> int:
+    rope = int(c.get("qk_rope_head_dim") or 64)
+    nope = int(c.get("qk_nope_head_dim") or 128)
+    v = int(c.get("v_head_dim") or 128)
+    kv_rank = int(c.get("kv_lora_rank") or 512)
+    q_rank = c.get("q_lora_rank")
+    q = (h * int(q_rank) + int(q_rank) * heads * (nope + rope)) if q_rank else h * heads * (nope + rope)
+    return q + h * (kv_rank + rope) + kv_rank * heads * (nope + v) + heads * v * h
+
+
+def _mlp_params(h: int, inter: int, c: dict) -> int:
+    act = str(c.get("mlp_hidden_act") or c.get("hidden_act") or c.get("activation_function")
+              or c.get("hidden_activation") or "silu")
+    gated = act not in ("gelu", "gelu_new", "relu", "relu2", "gelu_fast", "gelu_pytorch_tanh") or \
+        str(c.get("model_type", "")).startswith(("gemma", "phi3"))
+    return (3 if gated else 2) * h * inter
+
+
+def _moe_params(c: dict, h: int) -> int:
+    experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0
+    if isinstance(experts, list):
+        experts = experts[0]
+    if not experts:
+        return 0
+    inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size"))
+    per_expert = 3 * h * inter
+    shared = int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0)
+    shared_inter = int(c.get("shared_expert_intermediate_size") or 0)
+    shared_p = 3 * h * shared_inter if shared_inter else shared * per_expert
+    return int(experts) * per_expert + shared_p + h * int(experts)
+
+
+@dataclass(frozen=True)
+class WeightEstimate:
+    """Weight bytes on the most loaded rank, and how they were obtained."""
+
+    per_rank_bytes: int
+    total_bytes: int
+    source: str  # 'checkpoint' (safetensors size known) or 'config' (parameter count x bytes)
+    params: int
+
+
+def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None = None,
+                 dtype: str | None = None) -> WeightEstimate:
+    """Bytes per GPU on the heaviest rank. With a known checkpoint size, that size is split the
+    way the parameter count splits; otherwise params x bytes per parameter of the quantization."""
+    p = count_params(model)
+    dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
+    bits = model.quant.weight_bits
+    if quantization in ("fp8", "fbgemm_fp8", "ptpc_fp8") and bits is None:
+        bits = 8.0  # online quantization of a 16-bit checkpoint
+    lin_bytes = bits / 8 if bits else dt
+    stages = _stage_layers(model.num_hidden_layers, pp)
+    best_rank = 0.0
+    total = (p.embedding + p.lm_head) * dt + sum(p.per_layer_other) * dt + sum(p.per_layer_linear) * lin_bytes
+    for s, layers in enumerate(stages):
+        b = sum(p.per_layer_linear[i] for i in layers) * lin_bytes / tp
+        b += sum(p.per_layer_other[i] for i in layers) * dt
+        if s == 0:
+            b += p.embedding * dt / tp
+        if s == len(stages) - 1:
+            b += (p.lm_head if p.lm_head else (p.embedding if pp > 1 else 0)) * dt / tp
+        best_rank = max(best_rank, b)
+    if model.weights_bytes and quantization in (None, model.quant.method):
+        share = best_rank / total if total else 1.0
+        return WeightEstimate(int(model.weights_bytes * share), model.weights_bytes, "checkpoint", p.total)
+    return WeightEstimate(int(best_rank), int(total), "config", p.total)
+
+
+def _stage_layers(n: int, pp: int) -> list[range]:
+    from configurator.memory.build import pp_layer_split
+
+    return pp_layer_split(n, pp)

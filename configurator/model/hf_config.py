@@ -1,0 +1,489 @@
+"""Turn a Hugging Face config.json (plus an optional ModelOpt hf_quant_config.json) into a ModelSpec.
+
+vLLM reads the decoder geometry from `hf_text_config` (the nested `text_config` / `llm_config`
+of multimodal models), takes transformers' class defaults for absent keys, and decides per layer
+which KV-cache spec it registers. This module mirrors those rules; the sources are named inline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from configurator.errors import ConfigError
+from configurator.model.spec import LayerGeometry, MambaGeometry, ModelSpec, Quantization
+
+# vllm/transformers_utils/model_arch_config_convertor.py::is_deepseek_mla (0.33): MLA only when
+# the model type is one of these *and* kv_lora_rank is set.
+MLA_MODEL_TYPES = frozenset({
+    "axk1", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "deepseek_v41",
+    "dots3_note", "deepseek_mtp", "k3_dspark", "glm5_next", "glm5_next_text", "glm_moe_dsa",
+    "glm4_moe_lite", "glm4_moe_lite_mtp", "kimi_k2", "kimi_linear", "longcat_flash",
+    "pangu_ultra_moe", "bailing_hybrid", "hy_v4",
+})
+# Sparse-attention (DSA) MLA models keep a second, per-token indexer key cache in every layer.
+DSA_MODEL_TYPES = frozenset({"deepseek_v32", "glm_moe_dsa"})
+
+# CONFIG_FIELD_ALIASES["total_num_kv_heads"] (vLLM): first present wins, else MHA.
+KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+                "num_attention_groups")
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers")
+HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads")
+HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
+# vllm/config/model.py::_get_and_verify_max_len: the minimum of the present keys.
+MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                "model_max_length", "max_target_positions", "max_sequence_length",
+                "max_seq_length", "seq_len")
+
+# transformers' class defaults for keys that real config.json files leave out. Only the keys the
+# memory model reads; source: transformers/models/<type>/configuration_<type>.py.
+TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
+    # Gemma3TextConfig: 5 sliding layers : 1 global, window 4096, head_dim 256.
+    "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+                    "head_dim": 256, "max_position_embeddings": 131072, "sliding_window": 4096,
+                    "sliding_window_pattern": 6, "tie_word_embeddings": True},
+    "gemma2": {"head_dim": 256, "sliding_window": 4096, "max_position_embeddings": 8192,
+               "tie_word_embeddings": True},
+    "gemma": {"head_dim": 256, "max_position_embeddings": 8192, "tie_word_embeddings": True},
+    "qwen3": {"head_dim": 128},
+    "qwen3_moe": {"head_dim": 128},
+    "mistral": {"sliding_window": 4096},
+    "llama4_text": {"attention_chunk_size": 8192, "no_rope_layer_interval": 4},
+    "gpt_oss": {"head_dim": 64, "sliding_window": 128},
+}
+
+_DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16",
+           "half": "float16", "float32": "float32", "fp32": "float32", "float": "float32"}
+
+
+def text_config_of(config: dict) -> dict:
+    """vLLM's get_hf_text_config: the decoder's config of a multimodal model, else the config."""
+    for key in ("text_config", "llm_config", "language_config", "thinker_config"):
+        sub = config.get(key)
+        if isinstance(sub, dict) and sub:
+            if key == "thinker_config" and isinstance(sub.get("text_config"), dict):
+                return sub["text_config"]
+            return sub
+    return config
+
+
+def _first(cfg: dict, keys: tuple[str, ...], default: Any = None) -> Any:
+    for k in keys:
+        v = cfg.get(k)
+        if v is not None:
+            return v
+    return default
+
+
+def _int(cfg: dict, key: str, where: str) -> int:
+    v = cfg.get(key)
+    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+        raise ConfigError(f"{where}: '{key}' must be a non-negative number, got {v!r}")
+    return int(v)
+
+
+def read_model_spec(
+    config: dict,
+    *,
+    name: str,
+    hf_quant_config: dict | None = None,
+    weights_bytes: int | None = None,
+    weights_source: str | None = None,
+    hf_id: str | None = None,
+) -> ModelSpec:
+    """Build a ModelSpec from a parsed config.json. Raises ConfigError with one clear line."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"{name}: config.json must be a JSON object")
+    notes: list[str] = []
+    raw_text = text_config_of(config)
+    if raw_text is not config:
+        notes.append("geometry read from the nested text_config (multimodal checkpoint)")
+    model_type = str(raw_text.get("model_type") or config.get("model_type") or "")
+    if model_type == "gemma3":  # a Gemma 3 text config without its own model_type
+        model_type = "gemma3_text"
+    defaults = TRANSFORMERS_DEFAULTS.get(model_type, {})
+    cfg = dict(defaults)
+    cfg.update({k: v for k, v in raw_text.items() if v is not None})
+    taken = sorted(k for k in defaults if raw_text.get(k) is None and k in cfg)
+    if taken:
+        notes.append(f"absent keys took transformers' {model_type} defaults: {', '.join(taken)}")
+
+    num_layers = _first(cfg, LAYER_KEYS)
+    num_heads = _first(cfg, HEAD_KEYS)
+    hidden = _first(cfg, HIDDEN_KEYS)
+    missing = [k for k, v in (("num_hidden_layers", num_layers), ("num_attention_heads", num_heads),
+                              ("hidden_size", hidden)) if v is None]
+    if missing:
+        raise ConfigError(f"{name}: config.json lacks the geometry key(s) {', '.join(missing)}")
+    for key, val in (("num_hidden_layers", num_layers), ("num_attention_heads", num_heads),
+                     ("hidden_size", hidden)):
+        if isinstance(val, bool) or not isinstance(val, int) or val <= 0:
+            raise ConfigError(f"{name}: '{key}' must be a positive integer, got {val!r}")
+
+    kv_heads = _first(cfg, KV_HEAD_KEYS)
+    if kv_heads is None and cfg.get("multi_query") is True:
+        kv_heads = 1
+    if kv_heads is None:
+        kv_heads = num_heads
+    is_mla = model_type in MLA_MODEL_TYPES and cfg.get("kv_lora_rank") is not None
+    head_dim = _head_size(cfg, num_heads, hidden, is_mla)
+    if head_dim <= 0:
+        raise ConfigError(f"{name}: cannot derive head_dim (hidden_size {hidden} / heads {num_heads})")
+    if "head_dim" not in raw_text and not is_mla and "head_dim" not in defaults:
+        notes.append(f"head_dim absent: hidden_size / num_attention_heads = {hidden} / {num_heads} = {head_dim}")
+
+    dtype = _dtype(config, raw_text)
+    quant = read_quantization(config, raw_text, hf_quant_config)
+    layers = _layers(cfg, model_type, num_layers, num_heads, int(kv_heads), head_dim, is_mla, notes)
+    if model_type in DSA_MODEL_TYPES and cfg.get("index_head_dim"):
+        # DeepseekV32IndexerCache: uint8 keys + an fp32 scale per 128 -> 128 + 4 = 132 B per token.
+        ihd = int(cfg["index_head_dim"])
+        size = ihd + ihd // 128 * 4
+        layers += [LayerGeometry(g.index, "mla", 1, size, 0, kv_bytes_override=1,
+                                 why="DSA indexer key cache") for g in list(layers) if g.kind == "mla"]
+        notes.append(f"sparse attention (DSA): each MLA layer also keeps a {size} B/token indexer key cache")
+    if not layers:
+        notes.append("no layer keeps a KV cache (attention-free)")
+
+    max_len_keys = tuple((k, int(cfg[k])) for k in MAX_LEN_KEYS
+                         if isinstance(cfg.get(k), int | float) and not isinstance(cfg.get(k), bool))
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    if isinstance(rope, dict) and rope and all(isinstance(v, dict) for v in rope.values()):
+        rope = rope.get("full_attention", {})  # per-layer-type rope (Gemma 4): the global layers'
+    rope_items = tuple(sorted((str(k), v) for k, v in rope.items()
+                              if isinstance(v, str | int | float))) if isinstance(rope, dict) else ()
+
+    vocab = int(cfg.get("vocab_size") or config.get("vocab_size") or 0)
+    inter = cfg.get("intermediate_size") or cfg.get("ffn_hidden_size") or cfg.get("n_inner") or 4 * hidden
+    if isinstance(inter, list):
+        inter = max(inter)
+    tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))
+    archs = tuple(config.get("architectures") or raw_text.get("architectures") or ())
+    return ModelSpec(
+        name=name,
+        model_type=model_type,
+        architectures=archs,
+        dtype=dtype,
+        num_hidden_layers=num_layers,
+        hidden_size=hidden,
+        intermediate_size=int(inter),
+        num_attention_heads=num_heads,
+        num_kv_heads=int(kv_heads),
+        head_dim=head_dim,
+        vocab_size=vocab,
+        layers=tuple(layers),
+        quant=quant,
+        tie_word_embeddings=bool(tie),
+        max_len_keys=max_len_keys,
+        rope_scaling=rope_items,
+        is_mla=is_mla,
+        is_multimodal=raw_text is not config or "vision_config" in config,
+        is_attention_free=not any(g.kind != "mamba" for g in layers),
+        weights_bytes=weights_bytes,
+        weights_source=weights_source,
+        hf_id=hf_id,
+        notes=tuple(notes),
+        text_config=cfg,
+        full_config=config,
+    )
+
+
+def _head_size(cfg: dict, num_heads: int, hidden: int, is_mla: bool) -> int:
+    """ModelArchConfigConvertor.get_head_size: MLA latent, else head_dim, else hidden / heads."""
+    if is_mla:
+        return int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0)
+    hd = cfg.get("head_dim")
+    if isinstance(hd, int) and hd > 0:
+        return hd
+    if isinstance(cfg.get("hidden_size_per_head"), int):
+        return int(cfg["hidden_size_per_head"])
+    return hidden // num_heads
+
+
+def _dtype(config: dict, text: dict) -> str:
+    """vLLM's dtype='auto': the checkpoint's dtype, with float32 (or none declared) -> bfloat16."""
+    for src in (text, config):
+        for key in ("torch_dtype", "dtype"):
+            v = src.get(key)
+            if isinstance(v, str) and v.lower() in _DTYPES:
+                d = _DTYPES[v.lower()]
+                return "bfloat16" if d == "float32" else d
+    return "bfloat16"
+
+
+def read_quantization(config: dict, text: dict, hf_quant_config: dict | None) -> Quantization:
+    """Weights' quantization and the KV dtype a checkpoint declares (what `auto` resolves to)."""
+    qc = config.get("quantization_config") or text.get("quantization_config") or {}
+    method = qc.get("quant_method") if isinstance(qc, dict) else None
+    bits: float | None = None
+    group = None
+    kv = None
+    source = "config.json quantization_config" if method else ""
+    if isinstance(qc, dict) and qc:
+        kv = _kv_scheme(qc.get("kv_cache_scheme")) or _kv_algo(qc.get("kv_cache_quant_algo"))
+        m = (method or "").lower()
+        group = qc.get("group_size") or qc.get("q_group_size")
+        if m in ("fp8", "fbgemm_fp8", "ptpc_fp8", "experts_int8"):
+            bits = 8.0
+        elif m in ("awq", "gptq", "awq_marlin", "gptq_marlin", "auto-round", "auto_round"):
+            b = qc.get("bits") or qc.get("w_bit") or 4
+            g = group if isinstance(group, int) and group > 0 else 128
+            # int weights + fp16 scale per group (+ packed zeros): e.g. 4 + 16/128 + 4/128 bits
+            bits = float(b) + 16 / g + float(b) / g
+        elif m == "mxfp4":
+            bits = 4.25  # e2m1 + one e8m0 scale per 32
+        elif m == "bitsandbytes":
+            bits = 4.5 if qc.get("load_in_4bit") or qc.get("bnb_4bit_quant_type") else 8.0
+        elif m == "compressed-tensors":
+            bits = _compressed_tensors_bits(qc)
+        elif m in ("modelopt", "modelopt_fp4", "modelopt_mixed"):
+            algo = str(qc.get("quant_algo") or "").upper()
+            bits = 4.5 if "FP4" in algo or "NVFP4" in algo else 8.0
+    if hf_quant_config:
+        q = hf_quant_config.get("quantization", hf_quant_config)
+        algo = str(q.get("quant_algo") or "").upper()
+        kv = _kv_algo(q.get("kv_cache_quant_algo")) or kv
+        method = method or "modelopt"
+        if bits is None:
+            if "NVFP4" in algo or "FP4" in algo:
+                bits = 4.5
+            elif algo == "MIXED_PRECISION":
+                # FP4 on the MLP / expert weights (most of the parameters), FP8 elsewhere
+                layers = q.get("quantized_layers") or {}
+                fp4 = any("FP4" in str(v.get("quant_algo", "")).upper() for k, v in layers.items()
+                          if "mlp" in k or "expert" in k)
+                bits = 4.5 if fp4 else 8.0
+            else:
+                bits = 8.0
+        source = (source + " + " if source else "") + "hf_quant_config.json"
+    return Quantization(method=method, weight_bits=bits, group_size=group if isinstance(group, int) else None,
+                        kv_cache_dtype=kv, source=source)
+
+
+def _kv_scheme(scheme: Any) -> str | None:
+    """compressed-tensors / ModelOpt `kv_cache_scheme` ({num_bits: 8, type: float} -> fp8)."""
+    if not isinstance(scheme, dict):
+        return None
+    if scheme.get("num_bits") == 8 and scheme.get("type", "float") == "float":
+        return "fp8"
+    if scheme.get("num_bits") == 4 and scheme.get("type") == "float":
+        return "nvfp4"
+    return None
+
+
+def _kv_algo(algo: Any) -> str | None:
+    """ModelOpt `kv_cache_quant_algo`: FP8 -> fp8 (e4m3), NVFP4 -> nvfp4."""
+    a = str(algo or "").upper()
+    if a == "FP8":
+        return "fp8"
+    if a in ("NVFP4", "FP4"):
+        return "nvfp4"
+    return None
+
+
+def _compressed_tensors_bits(qc: dict) -> float:
+    groups = qc.get("config_groups") or {}
+    best = 16.0
+    for g in groups.values():
+        w = (g or {}).get("weights") or {}
+        nb = w.get("num_bits")
+        if isinstance(nb, int | float):
+            gs = w.get("group_size")
+            extra = 16 / gs if isinstance(gs, int) and gs > 0 else 0.0
+            if w.get("type") == "float" and nb == 4:
+                extra = 8 / 16  # NVFP4: an fp8 scale per 16
+            best = min(best, float(nb) + extra)
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer kinds
+
+
+def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, head_dim: int,
+            is_mla: bool, notes: list[str]) -> list[LayerGeometry]:
+    """Which spec each decoder layer registers, following each family's own declaration."""
+    head_v = int(cfg.get("v_head_dim") or 0) if not is_mla else 0
+    if head_v == 0 and not is_mla:
+        head_v = head_dim
+    window = cfg.get("sliding_window")
+    if window == 0:
+        window = None  # vLLM treats sliding_window 0 as none
+
+    def attn(i: int, kind: str = "full", heads: int = kv_heads, hd: int = head_dim, hv: int = head_v,
+             win: int | None = None, why: str = "") -> LayerGeometry:
+        if is_mla:
+            return LayerGeometry(i, "mla", 1, hd, 0, why=why or "MLA latent (kv_lora_rank + qk_rope_head_dim)")
+        return LayerGeometry(i, kind, heads, hd, hv, window=win, why=why)  # type: ignore[arg-type]
+
+    out: list[LayerGeometry] = []
+    types = cfg.get("layer_types")
+    mamba = _mamba_geometry(cfg, model_type)
+
+    # Nemotron-H: one character per layer: M Mamba2, * attention, - MLP, E MoE.
+    pattern = cfg.get("hybrid_override_pattern")
+    if isinstance(pattern, str) and pattern:
+        for i, ch in enumerate(pattern):
+            if ch == "*":
+                out.append(attn(i, why="attention layer ('*' in hybrid_override_pattern)"))
+            elif ch == "M":
+                out.append(LayerGeometry(i, "mamba", mamba=mamba, why="Mamba2 layer ('M'): fixed state"))
+        notes.append(f"hybrid_override_pattern: {pattern.count('*')} attention, {pattern.count('M')} Mamba2, "
+                     f"{len(pattern) - pattern.count('*') - pattern.count('M')} MLP/MoE-only layers")
+        return out
+
+    # DeciLM / Nemotron-NAS: per-layer block_configs; no_op attention keeps no cache.
+    blocks = cfg.get("block_configs")
+    if isinstance(blocks, list) and blocks and isinstance(blocks[0], dict) and "attention" in blocks[0]:
+        skipped = 0
+        for i, b in enumerate(blocks):
+            a = b.get("attention") or {}
+            if a.get("no_op") or a.get("replace_with_linear"):
+                skipped += 1
+                continue
+            group = a.get("n_heads_in_group") or 1
+            out.append(attn(i, heads=num_heads // int(group),
+                            why=f"attention with n_heads_in_group {group}"))
+        notes.append(f"block_configs: {skipped} of {len(blocks)} layers have no attention (no_op / linear)")
+        return out
+
+    # MiMo-V2-Flash: hybrid_layer_pattern 1 = sliding-window layer (own head counts), 0 = full.
+    hlp = cfg.get("hybrid_layer_pattern")
+    if isinstance(hlp, list) and hlp:
+        swa_heads = int(cfg.get("swa_num_key_value_heads") or kv_heads)
+        swa_hd = int(cfg.get("swa_head_dim") or head_dim)
+        swa_hv = int(cfg.get("swa_v_head_dim") or swa_hd)
+        win = cfg.get("sliding_window_size") or window
+        for i, flag in enumerate(hlp):
+            if flag:
+                out.append(attn(i, "sliding", swa_heads, swa_hd, swa_hv, win, f"sliding window {win}"))
+            else:
+                out.append(attn(i, why="full attention"))
+        return out
+
+    # Jamba: attention every attn_layer_period layers at attn_layer_offset, Mamba elsewhere.
+    if cfg.get("attn_layer_period") and model_type.startswith("jamba"):
+        period, offset = int(cfg["attn_layer_period"]), int(cfg.get("attn_layer_offset", 0))
+        for i in range(n):
+            if i % period == offset:
+                out.append(attn(i, why="attention layer (attn_layer_period/offset)"))
+            else:
+                out.append(LayerGeometry(i, "mamba", mamba=mamba, why="Mamba layer: fixed state"))
+        return out
+
+    # Falcon-H1: every layer runs attention and Mamba2 in parallel.
+    if model_type == "falcon_h1":
+        for i in range(n):
+            out.append(attn(i, why="attention half of a parallel hybrid layer"))
+            out.append(LayerGeometry(i, "mamba", mamba=mamba, why="Mamba2 half of a parallel hybrid layer"))
+        return out
+
+    kinds: list[str] | None = None
+    if isinstance(types, list) and types:
+        kinds = [str(t) for t in types[:n]]
+    elif isinstance(cfg.get("layers_block_type"), list):
+        kinds = [str(t) for t in cfg["layers_block_type"][:n]]
+    elif isinstance(cfg.get("attn_type_list"), list):  # MiniMax-Text-01: 0 linear, 1 softmax
+        kinds = ["full_attention" if t else "minimax_linear" for t in cfg["attn_type_list"][:n]]
+    elif cfg.get("full_attention_interval") and model_type.startswith(("qwen3_next", "qwen3_5")):
+        k = int(cfg["full_attention_interval"])
+        kinds = ["full_attention" if (i + 1) % k == 0 else "linear_attention" for i in range(n)]
+    elif model_type == "gemma3_text" or model_type == "gemma3":
+        p = int(cfg.get("sliding_window_pattern") or 6)
+        kinds = ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n)]
+    elif model_type == "gemma2" and window:
+        # Gemma2Attention: even layers slide (transformers: `not bool(layer_idx % 2)`).
+        kinds = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
+    elif model_type.startswith("llama4") and cfg.get("attention_chunk_size"):
+        nope = cfg.get("no_rope_layers")
+        if not isinstance(nope, list) or len(nope) < n:
+            k = int(cfg.get("no_rope_layer_interval") or 4)
+            nope = [int((i + 1) % k != 0) for i in range(n)]
+        # layers that use RoPE attend within a chunk; the NoPE layers are global
+        kinds = ["chunked_attention" if nope[i] else "full_attention" for i in range(n)]
+
+    shared = int(cfg.get("num_kv_shared_layers") or 0)
+    first_shared = n - shared if shared else n
+    global_hd = int(cfg.get("global_head_dim") or head_dim)
+    global_kv = int(cfg.get("num_global_key_value_heads") or kv_heads)
+    if kinds is None:
+        uniform_sw = window is not None and cfg.get("use_sliding_window", True) is not False
+        if window is not None and not uniform_sw:
+            notes.append(f"sliding_window {window} declared but use_sliding_window is false: full attention")
+        for i in range(n):
+            if uniform_sw:
+                out.append(attn(i, "sliding", win=int(window), why=f"sliding window {window} on every layer"))
+            else:
+                out.append(attn(i, why="full attention"))
+        return out
+
+    for i, t in enumerate(kinds):
+        if i >= first_shared:
+            continue  # KV shared with an earlier layer (Gemma 3n / 4 num_kv_shared_layers): no cache
+        if t in ("sliding_attention", "sliding", "local", "local_attention"):
+            out.append(attn(i, "sliding", win=int(window) if window else None, why=f"sliding window {window}"))
+        elif t in ("chunked_attention",):
+            c = int(cfg["attention_chunk_size"])
+            out.append(attn(i, "chunked", win=c, why=f"chunked local attention, chunk {c}"))
+        elif t in ("full_attention", "attention", "global", "global_attention", "hybrid"):
+            if global_hd != head_dim or global_kv != kv_heads:
+                hv = global_hd
+                out.append(attn(i, "full", global_kv, global_hd, hv,
+                                why=f"global attention ({global_kv} KV heads x head_dim {global_hd})"))
+            else:
+                out.append(attn(i, why="full attention"))
+        elif t in ("linear_attention", "mamba", "mamba2", "minimax_linear", "conv"):
+            g = mamba
+            if t == "minimax_linear":
+                g = MambaGeometry("linear_attention", num_heads=num_heads, head_dim=head_dim)
+            if g is None:
+                raise ConfigError(f"layer {i} is '{t}' but the config has no recurrent-state geometry")
+            label = {"gdn": "Gated DeltaNet", "mamba2": "Mamba2", "mamba1": "Mamba",
+                     "short_conv": "short convolution", "linear_attention": "linear attention"}[g.variant]
+            out.append(LayerGeometry(i, "mamba", mamba=g, why=f"{label} layer: fixed state per sequence"))
+        elif t in ("moe", "mlp", "none", "identity"):
+            continue
+        else:
+            raise ConfigError(f"layer {i} has an unknown layer type '{t}'")
+    if shared:
+        notes.append(f"the last {shared} layers reuse earlier layers' KV (num_kv_shared_layers): no cache of their own")
+    return out
+
+
+def _mamba_geometry(cfg: dict, model_type: str) -> MambaGeometry | None:
+    """Recurrent-state geometry from the config's own key names (one family at a time)."""
+    ssm_dtype = cfg.get("mamba_ssm_dtype") or cfg.get("mamba_ssm_cache_dtype")
+    ssm_dtype = str(ssm_dtype) if ssm_dtype else None
+    if cfg.get("linear_num_value_heads"):  # Gated DeltaNet: Qwen3-Next, Qwen3.5, Qwen3.6
+        return MambaGeometry(
+            "gdn", conv_kernel=int(cfg.get("linear_conv_kernel_dim") or 4),
+            num_heads=int(cfg["linear_num_value_heads"]), head_dim=int(cfg["linear_value_head_dim"]),
+            num_k_heads=int(cfg["linear_num_key_heads"]), k_head_dim=int(cfg["linear_key_head_dim"]),
+            ssm_dtype=ssm_dtype)
+    hidden = int(cfg.get("hidden_size") or 0)
+    if model_type in ("nemotron_h", "granitemoehybrid", "bamba", "falcon_h1", "zamba2", "nemotron_h_puzzle") \
+            or cfg.get("mamba_n_heads") or cfg.get("mamba_num_heads"):
+        heads = int(cfg.get("mamba_num_heads") or cfg.get("mamba_n_heads") or 0)
+        hd = int(cfg.get("mamba_head_dim") or cfg.get("mamba_d_head") or 0)
+        if not heads and not hd:
+            return None
+        inter = int(cfg.get("mamba_intermediate_size") or 0) or (heads * hd if heads and hd
+                                                                 else int(cfg.get("mamba_expand", 2)) * hidden)
+        if not heads:
+            heads = inter // hd
+        if not hd:
+            hd = inter // heads
+        return MambaGeometry(
+            "mamba2", conv_kernel=int(cfg.get("conv_kernel") or cfg.get("mamba_d_conv") or 4),
+            intermediate_size=inter, state_size=int(cfg.get("ssm_state_size") or cfg.get("mamba_d_state") or 128),
+            num_heads=heads, head_dim=hd, n_groups=int(cfg.get("n_groups") or cfg.get("mamba_n_groups") or 1),
+            ssm_dtype=ssm_dtype)
+    if cfg.get("mamba_d_state") or cfg.get("mamba_expand") or model_type in ("jamba", "mamba"):
+        expand = int(cfg.get("mamba_expand") or cfg.get("expand") or 2)
+        return MambaGeometry(
+            "mamba1", conv_kernel=int(cfg.get("mamba_d_conv") or cfg.get("conv_kernel") or 4),
+            intermediate_size=int(cfg.get("intermediate_size") if model_type == "mamba" else expand * hidden),
+            state_size=int(cfg.get("mamba_d_state") or cfg.get("state_size") or 16), ssm_dtype=ssm_dtype)
+    if cfg.get("conv_L_cache"):  # LFM2 short convolutions
+        return MambaGeometry("short_conv", conv_kernel=int(cfg["conv_L_cache"]), intermediate_size=hidden)
+    return None

@@ -1,0 +1,93 @@
+"""Text rendering of an EstimateResult: the lines vLLM would log, a budget bar, the derivation."""
+
+from __future__ import annotations
+
+from typing import IO
+
+from configurator.units import GiB, format_gib, human_bytes
+
+
+def _gib(b: int) -> str:
+    return f"{b / GiB:.2f} GiB"
+
+
+def render(r, stream: IO[str]) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    con = Console(file=stream, highlight=False, soft_wrap=True,
+                  force_terminal=None if stream.isatty() else False, width=100)
+    m, kv, f = r.memory, r.kv_cache, r.flags
+    verdict = Text("FITS: vLLM should start", style="bold green") if r.fits else \
+        Text("REFUSED: vLLM would not start", style="bold red")
+    con.print(Text(f"{r.model.name} on {r.gpu.display_name}"
+                   f"{' x ' + str(r.gpu.count) if r.gpu.count > 1 else ''}, vLLM {r.vllm_version}",
+                   style="bold"))
+    con.print(verdict)
+    con.print()
+    con.print(Text("What vLLM would log (per GPU):", style="bold"))
+    if not f.get("kv_cache_memory_bytes"):
+        con.print(f"  Model loading took {m.weights_bytes / GiB:.2f} GiB")
+    con.print(f"  Available KV cache memory: {format_gib(m.kv_cache_bytes)} GiB")
+    if kv.num_blocks:
+        con.print(f"  GPU KV cache size: {kv.tokens:,} tokens")
+        con.print(f"  Maximum concurrency for {f['max_model_len']:,} tokens per request: {kv.max_concurrency:.2f}x")
+    con.print()
+    _bar(con, m)
+    con.print()
+    con.print(Text("Budget (per GPU):", style="bold"))
+    rows = [("total (CUDA)", m.total_bytes), (f"x gpu_memory_utilization {f['gpu_memory_utilization']}",
+                                              m.requested_bytes),
+            ("- weights", m.weights_bytes), ("- activation peak", m.activation_bytes),
+            ("- non-torch", m.non_torch_bytes), ("- CUDA graphs", m.cudagraph_bytes),
+            ("- runner buffers", m.other_bytes), ("= KV cache", m.kv_cache_bytes)]
+    for label, b in rows:
+        if b or label.startswith(("total", "x", "=")):
+            con.print(f"  {label:<36} {_gib(b):>12}")
+    con.print()
+    con.print(Text("KV cache:", style="bold"))
+    con.print(f"  dtype {kv.dtype}, block size {kv.block_size}, {kv.bytes_per_block:,} B per block, "
+              f"{kv.num_blocks:,} blocks, {kv.blocks_per_request:,} blocks per request")
+    con.print(f"  bytes per token (layers that keep every token): {kv.bytes_per_token:,} B")
+    if kv.state_bytes_per_sequence:
+        con.print(f"  fixed state per sequence: {kv.state_bytes_per_sequence:,} B "
+                  f"({human_bytes(kv.state_bytes_per_sequence)})")
+    for g in kv.groups:
+        con.print(f"  group: {g.kind} x {g.num_layers} layers"
+                  f"{f' (+{g.num_padding} padding)' if g.num_padding else ''}, block {g.block_size}, "
+                  f"page {g.page_bytes:,} B, {g.blocks_per_request:,} blocks per request")
+    con.print()
+    con.print(Text("How it adds up:", style="bold"))
+    for line in r.derivation:
+        con.print(f"  {line}")
+    for note in r.model.notes:
+        con.print(f"  note: {note}")
+    if r.warnings:
+        con.print()
+        for w in r.warnings:
+            con.print(Text(f"warning: {w}", style="yellow"))
+    if r.errors:
+        con.print()
+        for e in r.errors:
+            con.print(Text(f"vLLM: {e}", style="red"))
+
+
+def _bar(con, m, width: int = 60) -> None:
+    from rich.text import Text
+
+    total = max(m.total_bytes, 1)
+    parts = [("W", m.weights_bytes, "blue"), ("A", m.activation_bytes + m.non_torch_bytes + m.other_bytes, "magenta"),
+             ("G", m.cudagraph_bytes, "cyan"), ("K", max(m.kv_cache_bytes, 0), "green")]
+    bar = Text("  [")
+    used = 0
+    for ch, b, style in parts:
+        n = round(width * b / total)
+        n = min(n, width - used)
+        bar.append(ch * n, style=style)
+        used += n
+    reserve = round(width * (m.total_bytes - m.requested_bytes) / total)
+    bar.append("." * max(width - used - reserve, 0))
+    bar.append("-" * min(reserve, width - used))
+    bar.append("]")
+    con.print(bar)
+    con.print("   W weights  A activations/overheads  G CUDA graphs  K KV cache  - outside gpu_memory_utilization")

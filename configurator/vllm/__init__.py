@@ -1,0 +1,1 @@
+"""Version-keyed vLLM behaviour: releases, defaults, the flag table and vLLM's own messages."""

@@ -1,0 +1,79 @@
+"""vLLM's defaults for the flags a user leaves out, per release and GPU (each default lives here).
+
+Sources: vllm/engine/arg_utils.py (get_batch_defaults, _set_default_max_num_seqs_and_batched_tokens_args),
+vllm/config/model.py (_get_and_verify_max_len), vllm/config/cache.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from configurator.hardware.catalog import GPU
+from configurator.model.spec import ModelSpec
+from configurator.units import GiB
+from configurator.vllm.versions import Behaviour
+
+EntryPoint = Literal["server", "offline"]
+
+# Rope types whose max_position_embeddings already includes the scaling (not multiplied again).
+_ROPE_NO_SCALE = {"su", "longrope", "llama3", "deepseek_yarn", "deepseek_llama_scaling", "mrope",
+                  "default", "proportional"}
+
+
+@dataclass(frozen=True)
+class BatchDefaults:
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    tier: str
+
+
+def batch_defaults(b: Behaviour, gpu: GPU, entry: EntryPoint = "server") -> BatchDefaults:
+    """Default max_num_seqs / max_num_batched_tokens by device memory and name (get_batch_defaults).
+
+    >= 160 GiB (B200, B300, MI300X; 0.30+): 16,384 tokens, 1,024 seqs.
+    >= 70 GiB and not an A100 (H100, H200): 8,192 tokens (server) / 16,384 (offline), 1,024 seqs.
+    Otherwise (A100, L40S, L4, RTX): 2,048 (server) / 8,192 (offline), 256 seqs.
+    """
+    mem = gpu.total_bytes
+    is_gb10 = gpu.compute_capability == "12.1"
+    if b.batch_tiers == "three_tiers" and mem >= 160 * GiB:
+        return BatchDefaults(1024, 16384, ">= 160 GiB")
+    if mem >= 70 * GiB and "a100" not in gpu.product_name.lower() and not (b.gb10_small_tier and is_gb10):
+        return BatchDefaults(1024, 8192 if entry == "server" else 16384, ">= 70 GiB, not A100")
+    return BatchDefaults(256, 2048 if entry == "server" else 8192, "smaller GPUs and A100")
+
+
+@dataclass(frozen=True)
+class DerivedLen:
+    value: int
+    key: str  # which config key limited it
+    why: str
+
+
+def derived_max_model_len(model: ModelSpec, b: Behaviour) -> DerivedLen:
+    """The model's context limit as vLLM derives it from the config (_get_and_verify_max_len)."""
+    keys = dict(model.max_len_keys)
+    if not keys:
+        return DerivedLen(2048, "default", "no length key in config.json: vLLM assumes 2048")
+    if "model_max_length" in keys:
+        key, value = "model_max_length", keys["model_max_length"]
+    else:
+        key, value = min(keys.items(), key=lambda kv: kv[1])
+    rope = dict(model.rope_scaling)
+    rtype = str(rope.get("rope_type") or rope.get("type") or "")
+    factor = rope.get("factor")
+    why = f"{key} = {value:,}"
+    if rtype == "longrope" and rope.get("original_max_position_embeddings"):
+        value = int(rope["original_max_position_embeddings"])
+        why = f"longrope: original_max_position_embeddings = {value:,}"
+    elif rtype and isinstance(factor, int | float) and not model.model_type.startswith("gemma3"):
+        if rtype == "yarn" and b.yarn_max_len == "as_is":
+            pass
+        elif rtype == "yarn" and rope.get("original_max_position_embeddings"):
+            value = int(rope["original_max_position_embeddings"] * factor)
+            why = f"yarn: original_max_position_embeddings x factor = {value:,}"
+        elif rtype not in _ROPE_NO_SCALE:
+            value = int(value * factor)
+            why = f"{key} x rope factor {factor} ({rtype}) = {value:,}"
+    return DerivedLen(value, key, why)

@@ -1,0 +1,66 @@
+"""vLLM's refusal messages, word for word per release style (vllm/v1/core/kv_cache_utils.py,
+kv_cache_planning.py, vllm/v1/worker/utils.py)."""
+
+from __future__ import annotations
+
+from configurator.units import GiB, format_gib
+
+_DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+
+
+def no_memory(style: str) -> str:
+    """Nothing left for KV blocks (available <= 0)."""
+    if style == "v0_11":
+        return "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` " \
+               "when initializing the engine."
+    if style in ("v0_13", "v0_15"):
+        return "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` " \
+               "when initializing the engine. " + _DOCS
+    return ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine (this flag also controls CPU memory reservation on the CPU "
+            "backend, despite its name). " + _DOCS)
+
+
+def too_long(style: str, max_model_len: int, needed_bytes: int, available_bytes: int,
+             estimated_max_len: int) -> str:
+    """One request of max_model_len does not fit."""
+    if style in ("v0_11", "v0_13"):
+        est = (f"Based on the available memory, the estimated maximum model length is "
+               f"{estimated_max_len}.") if estimated_max_len > 0 else ""
+        text = (f"To serve at least one request with the models's max seq len ({max_model_len}), "
+                f"({needed_bytes / GiB:.2f} GiB KV cache is needed, which is larger than the available "
+                f"KV cache memory ({available_bytes / GiB:.2f} GiB). {est} Try increasing "
+                f"`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+        return text + (" " + _DOCS if style == "v0_13" else "")
+    est = (f"Based on the available memory, the estimated maximum model length is "
+           f"{estimated_max_len}. ") if estimated_max_len > 0 else ""
+    head = (f"To serve at least one request with the {'models' if style == 'v0_15' else 'model'}'s max "
+            f"seq len ({max_model_len}), ({format_gib(needed_bytes)} GiB KV cache is needed, which is "
+            f"larger than the available KV cache memory ({format_gib(available_bytes)} GiB). {est}")
+    if style == "v0_15":
+        return head + ("Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                       "initializing the engine. " + _DOCS)
+    return head + ("Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU "
+                   "backend) or decreasing `max_model_len` when initializing the engine. " + _DOCS)
+
+
+def free_memory(device: str, free_bytes: int, total_bytes: int, util: float, requested_bytes: int) -> str:
+    """Free memory at start-up is below util x total (vllm/v1/worker/utils.py::request_memory)."""
+    return (f"Free memory on device {device} ({format_gib(free_bytes)}/{format_gib(total_bytes)} GiB) on "
+            f"startup is less than desired GPU memory utilization ({util}, {format_gib(requested_bytes)} "
+            f"GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+
+
+def auto_fit_failed() -> str:
+    return ("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single "
+            "token. Try increasing `gpu_memory_utilization`.")
+
+
+def user_len_too_long(user_len: int, derived: int, key: str) -> str:
+    """User max_model_len above the model's derived limit (vllm/config/model.py)."""
+    return (f"User-specified max_model_len ({user_len}) is greater than the derived max_model_len "
+            f"({key}={derived} in model's config.json). To allow overriding this maximum, set the env "
+            f"var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with "
+            f"extreme caution. If the model uses relative position encoding (RoPE), positions exceeding "
+            f"derived_max_model_len lead to nan. If the model uses absolute position encoding, positions "
+            f"exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.")

@@ -1,0 +1,165 @@
+"""vLLM releases and the start-up behaviour that changed between them, one row per change.
+
+Each row applies from its `since` release until the next row. The facts were read from the
+released wheels' Python source (vllm/config/cache.py, vllm/envs.py, vllm/v1/core/kv_cache_utils.py,
+vllm/v1/worker/gpu_worker.py, vllm/engine/arg_utils.py); docs/vllm-versions.md lists them with
+their source lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields, replace
+from typing import Literal
+
+from configurator.errors import InputError
+
+# Every V1 release this tool models; the newest is what `latest` and unknown tags mean.
+SUPPORTED = (
+    "0.10.0", "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0",
+    "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1",
+    "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
+    "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0",
+    "0.31.0", "0.32.0", "0.33.0",
+)
+NEWEST = SUPPORTED[-1]
+OLDEST = SUPPORTED[0]
+
+
+def _key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What one vLLM release does at start-up, as far as memory is concerned."""
+
+    version: str = NEWEST
+    # CacheConfig.gpu_memory_utilization default (vllm/config/cache.py)
+    default_gpu_memory_utilization: float = 0.92
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default (vllm/envs.py): graphs counted before KV
+    cudagraph_estimate: bool = True
+    # How "Available KV cache memory" is formed (gpu_worker.determine_available_memory):
+    #   'weights_peak'  requested - (weights + torch peak increase + non-torch increase)
+    #   'consumed'      requested - (free-memory drop since baseline + transient peak)
+    accounting: Literal["weights_peak", "consumed"] = "consumed"
+    # "GPU KV cache size":
+    #   'uniform_blocks' num_blocks x block_size (uniform models; else as 'blocks')  0.10
+    #   'blocks'         num_blocks // num_groups x min block size                   0.11-0.20
+    #   'concurrency'    int(num_blocks / blocks_per_request x max_model_len)        0.21+
+    tokens: Literal["uniform_blocks", "blocks", "concurrency"] = "concurrency"
+    # start-up fit check (needed vs available):
+    #   'layers'       sum of every layer's max usage vs the worker's memory       0.10-0.13
+    #   'first_group'  group_size x page x blocks of the first group only (bug)    0.15-0.17
+    #   'groups'       bytes_per_block x blocks_per_request vs the memory          0.19-0.28
+    #   'blocks'       the same vs memory minus the null block                     0.29+
+    fit_check: Literal["layers", "first_group", "groups", "blocks"] = "blocks"
+    # sliding-window / chunked in-flight tokens: 'mnbt', or 'batches' (max_concurrent_batches x mnbt)
+    in_flight: Literal["mnbt", "batches"] = "batches"
+    # model runner V2 is the default (max_concurrent_batches = pp + 1 with async scheduling)
+    v2_runner: bool = True
+    # prefix caching (and so Mamba 'align' mode) on by default for hybrid models
+    hybrid_prefix_caching: bool = True
+    # a user-enabled prefix cache on Mamba1/Mamba2 hybrids uses mamba_cache_mode 'all' (0.15-0.27)
+    mamba_all_mode: bool = False
+    # Mamba 'align' mode holds one more checkpoint block (Mamba2, and GDN on FlashInfer) (0.33)
+    mamba_checkpoint_block: bool = True
+    # hybrid attention block alignment: 'fixed16' (<= 0.19) or 'kernel' (max(kernel block, block size))
+    hybrid_align: Literal["fixed16", "kernel"] = "kernel"
+    # Llama 4 chunked-local attention keeps the hybrid KV manager (env default flipped in 0.15)
+    chunked_local_hma: bool = True
+    # MLA default block size: 'flashmla' (64 on Hopper, 128 Blackwell: <= 0.13), 'fi_mla' (0.15-0.17:
+    # Blackwell 64), 'fa_mla' (0.19+: Hopper 16 (64 with fp8 KV), Blackwell 32)
+    mla_block: Literal["flashmla", "fi_mla", "fa_mla"] = "fa_mla"
+    # default batch limits: 'two_tiers' (>= 70 GiB non-A100 / else) or 'three_tiers' (adds >= 160 GiB)
+    batch_tiers: Literal["two_tiers", "three_tiers"] = "three_tiers"
+    # GB10 (DGX Spark) kept on the small tier (0.33)
+    gb10_small_tier: bool = True
+    # defaulted max_num_batched_tokens clamped to max_num_seqs x max_model_len (0.19+)
+    batch_clamp: bool = True
+    # requested memory: 'float' (total x util, <= 0.13) or 'ceil' (0.15+)
+    requested_rounding: Literal["float", "ceil"] = "ceil"
+    # `--kv-cache-dtype auto` follows a checkpoint's declared FP8 KV scheme (0.19+)
+    checkpoint_kv_auto: bool = True
+    # YaRN: 'scale' (original_max_position_embeddings x factor) or 'as_is' (max_position_embeddings)
+    yarn_max_len: Literal["scale", "as_is"] = "as_is"
+    # wording of the refusal messages (configurator.vllm.messages)
+    messages: Literal["v0_11", "v0_13", "v0_15", "v0_23"] = "v0_23"
+    # --max-model-len auto / -1 fits the length to memory
+    auto_max_model_len: bool = True
+
+
+# One row per change; each row lists only what changed at that release (first release seen with it
+# among the wheels read; see docs/vllm-versions.md).
+_CHANGES: tuple[tuple[str, dict], ...] = (
+    ("0.10.0", dict(default_gpu_memory_utilization=0.9, cudagraph_estimate=False, mamba_checkpoint_block=False,
+                    accounting="weights_peak", tokens="uniform_blocks", fit_check="layers",
+                    in_flight="mnbt", v2_runner=False, hybrid_prefix_caching=False,
+                    hybrid_align="fixed16", chunked_local_hma=False,
+                    mla_block="flashmla", batch_tiers="two_tiers", gb10_small_tier=False,
+                    batch_clamp=False, requested_rounding="float", checkpoint_kv_auto=False,
+                    yarn_max_len="scale", messages="v0_11", auto_max_model_len=False)),
+    ("0.11.0", dict(tokens="blocks")),
+    ("0.13.0", dict(messages="v0_13")),
+    ("0.15.0", dict(fit_check="first_group", messages="v0_15", auto_max_model_len=True,
+                    requested_rounding="ceil",
+                    mamba_all_mode=True, chunked_local_hma=True, mla_block="fi_mla")),
+    ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", batch_clamp=True, checkpoint_kv_auto=True)),
+    ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel")),
+    ("0.21.0", dict(tokens="concurrency")),
+    ("0.23.0", dict(messages="v0_23")),
+    ("0.26.0", dict(in_flight="batches")),
+    ("0.27.0", dict(accounting="consumed")),
+    ("0.28.0", dict(hybrid_prefix_caching=True, mamba_all_mode=False, batch_tiers="three_tiers")),
+    ("0.29.0", dict(fit_check="blocks", v2_runner=True)),
+    ("0.30.0", dict(yarn_max_len="as_is")),
+    ("0.33.0", dict(mamba_checkpoint_block=True, gb10_small_tier=True)),
+)
+
+
+def behaviour(version: str) -> Behaviour:
+    """The behaviour of a supported release (raises InputError for an unknown one)."""
+    v = normalize(version)
+    b = Behaviour()
+    for since, changes in _CHANGES:
+        if _key(since) <= _key(v):
+            b = replace(b, **changes)
+    return replace(b, version=v)
+
+
+def normalize(version: str) -> str:
+    """'0.11.0', 'v0.11.0', '0.11.0+cu128', '0.11' -> a supported release string."""
+    s = str(version).strip().lower().lstrip("v")
+    s = re.split(r"[+\-]", s)[0]
+    if s in ("", "latest", "newest"):
+        return NEWEST
+    if not re.fullmatch(r"\d+(\.\d+){1,3}", s):
+        raise InputError(f"unknown vLLM version '{version}' (supported: {OLDEST} to {NEWEST})")
+    if s in SUPPORTED:
+        return s
+    same_minor = [x for x in SUPPORTED if x.startswith(s + ".") or x.rsplit(".", 1)[0] == s.rsplit(".", 1)[0]]
+    if _key(s) < _key(OLDEST):
+        raise InputError(f"vLLM {s} uses the V0 engine, which this tool does not model "
+                         f"(supported: {OLDEST} to {NEWEST})")
+    if _key(s) > _key(NEWEST):
+        raise InputError(f"vLLM {s} is newer than the newest modelled release {NEWEST}")
+    if same_minor:
+        return same_minor[0]
+    # a release between two modelled ones behaves like the one before it
+    return max((x for x in SUPPORTED if _key(x) <= _key(s)), key=_key)
+
+
+def version_from_image(image: str) -> tuple[str, str | None]:
+    """Container image -> (version, warning). vllm/vllm-openai:v0.11.0 -> 0.11.0; latest -> newest."""
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else "latest"
+    tag = tag.split("@", 1)[0]
+    m = re.search(r"v?(\d+\.\d+(?:\.\d+){0,2})", tag)
+    if not m:
+        return NEWEST, f"image tag '{tag}' names no vLLM release: assuming the newest modelled, {NEWEST}"
+    try:
+        return normalize(m.group(1)), None
+    except InputError as e:
+        return NEWEST, f"{e}: assuming {NEWEST}"
+
+
+BEHAVIOUR_FIELDS = tuple(f.name for f in fields(Behaviour))
