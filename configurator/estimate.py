@@ -421,7 +421,7 @@ def explain_kv(model: ModelSpec, specs: tuple, kv: KVDtype, tp: int, max_len: in
     elem = kv.element_bits / 8
     elem_s = f"{elem:g} B" if kv.mla_token_bytes is None else f"{kv.mla_token_bytes} B/token"
     by_shape: dict[tuple, list] = {}
-    for g, s in zip(model.layers, specs):
+    for g, s in zip(model.layers, specs, strict=False):
         if isinstance(s, MambaSpec):
             by_shape.setdefault(("state", g.mamba.variant if g.mamba else ""), []).append((g, s))
         else:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 _PKG = Path(__file__).resolve().parent
 
 
-@lru_cache(maxsize=None)
+@cache
 def _root(top: str) -> Path:
     installed = _PKG / "_data" / top
     if installed.is_dir():

@@ -17,10 +17,10 @@ _UNITS = {
     "t": 1000**4, "tb": 1000**4,
     "ki": KiB, "kib": KiB, "mi": MiB, "mib": MiB, "gi": GiB, "gib": GiB, "ti": 1 << 40, "tib": 1 << 40,
 }
-_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 # vLLM's human_readable_int (vllm/engine/arg_utils.py): lower-case suffix = powers of 1000,
 # upper-case = powers of 1024 ("1k" = 1000, "1K" = 1024).
-_HUMAN_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([kKmMgGtT])\s*$")
+_HUMAN_RE = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+)\s*([kKmMgGtT])\s*$")
 _HUMAN_MULT = {"k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
                "K": KiB, "M": MiB, "G": GiB, "T": 1 << 40}
 
@@ -39,8 +39,8 @@ def parse_size(text: str | int | float, *, what: str = "size") -> int:
         if unit not in _UNITS:
             raise InputError(f"{what}: unknown unit '{m.group(2)}' in '{text}' (use B, MiB, GiB, MB, GB)")
     if value < 0 or not math.isfinite(value):
-        raise InputError(f"{what}: must be a non-negative size, got '{text}'")
-    return int(round(value * _UNITS[unit]))
+        raise InputError(f"{what}: must not be negative, got '{text}'")
+    return round(value * _UNITS[unit])
 
 
 def parse_human_int(text: str | int, *, what: str) -> int:
@@ -52,6 +52,8 @@ def parse_human_int(text: str | int, *, what: str) -> int:
         m = _HUMAN_RE.match(s)
         if m:
             value = int(float(m.group(1)) * _HUMAN_MULT[m.group(2)])
+            if value < 0:
+                raise InputError(f"{what}: must not be negative, got '{text}'")
         else:
             value = parse_size(s, what=what)
     if value < 0:

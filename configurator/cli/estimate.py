@@ -28,8 +28,10 @@ def _flag_options(fn):
 
 @click.command("estimate", context_settings={"ignore_unknown_options": False})
 @click.option("--model", "model", help="Built-in profile, Hugging Face id, or path to config.json / model folder.")
-@click.option("--gpu", help="GPU name, alias, or node-label value (see `vllm-configurator gpus`); MIG: a100-80gb:3g.40gb.")
-@click.option("--gpu-memory", "--gpu_memory", "gpu_memory", help="GPU memory as CUDA reports it, e.g. 79.18GiB or 81559MiB.")
+@click.option("--gpu", help="GPU name, alias, or node-label value (see `vllm-configurator gpus`); "
+              "MIG: a100-80gb:3g.40gb.")
+@click.option("--gpu-memory", "--gpu_memory", "gpu_memory",
+              help="GPU memory as CUDA reports it, e.g. 79.18GiB or 81559MiB.")
 @click.option("--gpu-memory-used", "--gpu_memory_used", "gpu_memory_used", default=None,
               help="Memory already taken on the device by other processes (e.g. 6GiB).")
 @click.option("--vllm-version", "--vllm_version", "vllm_version", default="latest", show_default=True,
@@ -53,7 +55,7 @@ def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, fmt, ser
 
     parsed: dict = {}
     if serve_command:
-        parsed, unknown = parse_serve_args(list(serve_command))
+        parsed, _unknown = parse_serve_args(list(serve_command))
     for dest, raw in flags.items():
         if raw is not None:
             parsed[dest] = convert(BY_DEST[dest], raw)

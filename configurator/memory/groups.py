@@ -53,7 +53,7 @@ class KVCacheLayout:
         vLLM: max over groups of the sum of that worker's member pages. Uniform full attention,
         Llama-2-7B fp16: 32 layers x 262,144 B = 8 MiB per 16-token block.
         """
-        return max((sum(s.page_size_bytes for lid, s in zip(g.layer_ids, g.member_specs)
+        return max((sum(s.page_size_bytes for lid, s in zip(g.layer_ids, g.member_specs, strict=False)
                         if layer_ids is None or lid in layer_ids) for g in self.groups), default=0)
 
     def blocks_per_request(self, limits: RequestLimits) -> int:

@@ -40,7 +40,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
     vocab = cdiv(model.vocab_size, 64) * 64 if model.vocab_size else 0
     n = model.num_hidden_layers
     heads = model.num_attention_heads
-    hd = int(c.get("head_dim") or 0) or h // heads
+    int(c.get("head_dim") or 0) or h // heads
     attn_by_layer: dict[int, int] = {}
     for g in model.layers:
         if g.kind == "mamba" or g.index in attn_by_layer:

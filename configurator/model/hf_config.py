@@ -45,6 +45,9 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma2": {"head_dim": 256, "sliding_window": 4096, "max_position_embeddings": 8192,
                "tie_word_embeddings": True},
     "gemma": {"head_dim": 256, "max_position_embeddings": 8192, "tie_word_embeddings": True},
+    # LlamaConfig (llava-1.5's text_config names only model_type and a few keys)
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+              "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 2048},
     "qwen3": {"head_dim": 128},
     "qwen3_moe": {"head_dim": 128},
     "mistral": {"sliding_window": 4096},
@@ -405,7 +408,10 @@ def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, h
     shared = int(cfg.get("num_kv_shared_layers") or 0)
     first_shared = n - shared if shared else n
     global_hd = int(cfg.get("global_head_dim") or head_dim)
-    global_kv = int(cfg.get("num_global_key_value_heads") or kv_heads)
+    # Gemma 4: global layers use global_head_dim, and num_global_key_value_heads only when
+    # attention_k_eq_v (vllm/model_executor/models/gemma4.py)
+    global_kv = int(cfg.get("num_global_key_value_heads") or kv_heads) if cfg.get("attention_k_eq_v") \
+        else kv_heads
     if kinds is None:
         uniform_sw = window is not None and cfg.get("use_sliding_window", True) is not False
         if window is not None and not uniform_sw:

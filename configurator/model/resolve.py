@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -132,6 +133,17 @@ def _from_hub(repo_id: str) -> Path:
         raise NotFoundError("model", repo_id, _near(repo_id),
                             hint="not built in and not in the Hugging Face cache; "
                                  "`pip install huggingface_hub` to fetch configs from the Hub") from None
+    import logging
+    import socket
+    from urllib.parse import urlparse
+
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:  # fail fast offline instead of huggingface_hub's retries with back-off
+        socket.create_connection((host, 443), timeout=3).close()
+    except OSError:
+        raise NotFoundError("model", repo_id, _near(repo_id),
+                            hint="not built in, not cached, and the Hugging Face Hub is unreachable") from None
     try:
         cfg = hf_hub_download(repo_id, "config.json")
     except LocalEntryNotFoundError:
@@ -141,10 +153,8 @@ def _from_hub(repo_id: str) -> Path:
         raise NotFoundError("model", repo_id, _near(repo_id), hint=f"Hub: {str(e).splitlines()[0]}") from None
     folder = Path(cfg).parent
     for extra in ("hf_quant_config.json", "model.safetensors.index.json"):
-        try:
+        with contextlib.suppress(Exception):
             hf_hub_download(repo_id, extra)
-        except Exception:  # noqa: BLE001 - optional files; absent for most models
-            pass
     return folder
 
 

@@ -1,0 +1,10 @@
+"""Regenerate schemas/*.schema.json from the pydantic models (a test fails when they drift)."""
+
+from pathlib import Path
+
+from configurator.schemas import SCHEMAS, render
+
+out = Path(__file__).resolve().parents[1] / "schemas"
+for name in SCHEMAS:
+    (out / name).write_text(render(name))
+    print(f"wrote schemas/{name}")

@@ -1,0 +1,97 @@
+"""CLI behaviour: exit codes, one-line errors, vLLM's refusal text, `-- vllm serve` commands."""
+
+import json
+
+import jsonschema
+
+from configurator.schemas import estimate_schema
+
+
+def _one_line_error(res, *needles):
+    assert res.exit_code == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr + res.stdout
+    err = res.stderr.strip()
+    assert err.startswith("error:") and len(err.splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+def test_bad_input_is_one_line_and_exit_2(run_cli, tmp_path):
+    _one_line_error(run_cli("estimate", "--model", "meta-llama/Llama-2-7b", "--gpu", "a100"),
+                    "unknown model", "Llama-2-7b-hf")
+    _one_line_error(run_cli("estimate", "--model", "llama-2-7b", "--gpu", "h1000"), "unknown GPU", "nearest")
+    bad = tmp_path / "config.json"
+    bad.write_text('{"num_hidden_layers": 32, "hidden_size": 40')
+    _one_line_error(run_cli("estimate", "--model", str(bad), "--gpu", "l4"), "malformed or truncated")
+    bad.write_text('{"model_type": "qwen2", "hidden_size": 4096}')
+    _one_line_error(run_cli("estimate", "--model", str(bad), "--gpu", "l4"), "num_hidden_layers")
+    for args, needle in (
+        (("--gpu-memory-utilization", "1.5"), "(0, 1]"),
+        (("--gpu-memory-utilization", "0"), "(0, 1]"),
+        (("--kv-cache-dtype", "fp7"), "unknown --kv-cache-dtype"),
+        (("-tp", "3"), "divisible by tensor parallel size"),
+        (("--max-model-len", "-5"), "--max-model-len"),
+        (("--kv-cache-memory-bytes", "-1"), "negative"),
+        (("--max-num-seqs", "abc"), "integer"),
+    ):
+        _one_line_error(run_cli("estimate", "--model", "llama-2-7b", "--gpu", "a100", *args), needle)
+    _one_line_error(run_cli("estimate", "--model", "llama-2-7b", "--gpu-memory", "-3GiB"), "--gpu-memory")
+
+
+def test_refusal_exit_1_with_vllms_text(run_cli):
+    res = run_cli("estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4",
+                  "--max-model-len", "131072", "--vllm-version", "0.33.0")
+    assert res.exit_code == 1
+    assert "To serve at least one request with the model's max seq len (131072)" in res.stdout
+    assert "the estimated maximum model length is" in res.stdout
+
+
+def test_old_release_wording(estimate_json):
+    code, r = estimate_json("--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4",
+                            "--max-model-len", "131072", "--vllm-version", "0.11.0")
+    assert code == 1 and r["vllm_version"] == "0.11.0"
+    assert "models's max seq len" in r["errors"][0]
+    assert r["flags"]["gpu_memory_utilization"] == 0.9
+
+
+def test_serve_command_after_double_dash(estimate_json):
+    code, r = estimate_json("--gpu", "l4", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max_model_len=8192",
+                            "--gpu-memory-utilization", "0.9", "--kv-cache-dtype", "fp8")
+    assert code == 0
+    assert r["flags"]["max_model_len"] == 8192 and r["flags"]["kv_cache_dtype"] == "fp8"
+    assert r["flags"]["gpu_memory_utilization"] == 0.9
+
+
+def test_kv_cache_memory_bytes_used_exactly(estimate_json):
+    _, r = estimate_json("--model", "Qwen/Qwen2-7B-Instruct", "--gpu", "a100-80gb", "--max-model-len", "16384",
+                         "--kv-cache-memory-bytes", "5G", "--vllm-version", "0.10.1.1")
+    assert r["memory"]["kv_cache_bytes"] == 5 * 2**30
+    assert r["kv_cache"]["num_blocks"] == 5 * 2**30 // (28 * 2 * 4 * 128 * 2 * 16)
+
+
+def test_auto_max_model_len_fits_memory(estimate_json):
+    code, r = estimate_json("--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4", "--max-model-len", "auto")
+    assert code == 0 and 0 < r["flags"]["max_model_len"] < 131072
+    code, _r2 = estimate_json("--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4",
+                             "--max-model-len", str(r["flags"]["max_model_len"] + 64))
+    assert code == 1  # one step longer is refused
+
+
+def test_json_follows_schema(estimate_json):
+    _, r = estimate_json("--model", "llama-2-7b", "--gpu", "h100")
+    jsonschema.validate(r, estimate_schema())
+    for key in ("total_bytes", "requested_bytes", "weights_bytes", "activation_bytes", "non_torch_bytes",
+                "cudagraph_bytes", "kv_cache_bytes"):
+        assert isinstance(r["memory"][key], int)
+
+
+def test_gpu_memory_used_triggers_free_memory_refusal(estimate_json):
+    code, r = estimate_json("--model", "llama-2-7b", "--gpu", "l4", "--gpu-memory-used", "6GiB",
+                            "--gpu-memory-utilization", "0.9")
+    assert code == 1 and "Free memory on device" in r["errors"][0]
+
+
+def test_gpus_lists_catalog(run_cli):
+    res = run_cli("gpus", "--format", "json")
+    names = {g["name"] for g in json.loads(res.stdout)}
+    assert {"h100-80gb", "a100-80gb", "l4", "h200", "b200", "mi300x"} <= names

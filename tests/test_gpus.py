@@ -1,0 +1,38 @@
+"""GPU lookups: names, aliases, nvidia-smi names, node-label values, MIG slices, custom sizes."""
+
+import pytest
+
+from configurator.errors import InputError, NotFoundError
+from configurator.hardware.catalog import custom_gpu, find_gpu
+from configurator.units import GiB, MiB
+
+
+@pytest.mark.parametrize("name,canonical", [
+    ("h100", "h100-80gb"), ("NVIDIA-H100-80GB-HBM3", "h100-80gb"), ("nvidia-h100-80gb", "h100-80gb"),
+    ("a100", "a100-80gb"), ("A100-40GB", "a100-40gb"), ("NVIDIA L4", "l4"), ("rtx-4090", "rtx-4090"),
+])
+def test_lookup(name, canonical):
+    assert find_gpu(name).name == canonical
+
+
+def test_cuda_total_below_marketing_size():
+    g = find_gpu("h100-80gb")
+    assert 79 * GiB < g.total_bytes < 80 * GiB
+
+
+def test_mig_slice_is_a_gpu_of_its_own_size():
+    g = find_gpu("a100-80gb:3g.40gb")
+    assert g.mig_profile == "3g.40gb" and 38 * GiB < g.total_bytes < 41 * GiB
+    assert find_gpu("NVIDIA-A100-SXM4-80GB-MIG-3g.40gb").total_bytes == g.total_bytes
+    with pytest.raises(InputError):
+        find_gpu("nvidia.com/mig-3g.40gb")
+
+
+def test_unknown_gpu_suggests():
+    with pytest.raises(NotFoundError) as e:
+        find_gpu("h100-80")
+    assert "h100" in str(e.value)
+
+
+def test_custom_memory():
+    assert custom_gpu("81559MiB").total_bytes == 81559 * MiB
