@@ -431,7 +431,8 @@ def explain_kv(model: ModelSpec, specs: tuple, kv: KVDtype, tp: int, max_len: in
         g, s = members[0]
         n = len(members)
         if key[0] == "state":
-            lines.append(f"{n} of {n_total} layers are {g.why.split(':')[0]} layers: a fixed state of "
+            label = g.why.split(":")[0].removesuffix(" layer")
+            lines.append(f"{n} of {n_total} layers are {label} layers: a fixed state of "
                          f"{s.real_page_size_bytes:,} B per sequence each, whatever the length "
                          f"(x {n} = {_sz(n * s.real_page_size_bytes)} per sequence)")
             continue
