@@ -20,14 +20,15 @@ from configurator.memory.capacity import CapacityRules, Worker, fit_check, kv_ca
 from configurator.memory.groups import KVCacheLayout, build_layout
 from configurator.memory.kv_dtype import KV_DTYPES, MODEL_DTYPE_KV, KVDtype
 from configurator.memory.kv_specs import MambaSpec, RequestLimits
-from configurator.memory.overheads import estimate_overheads
+from configurator.memory.overheads import OverheadCoefficients, estimate_overheads
 from configurator.memory.weights import weight_bytes
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
 from configurator.units import GiB, MiB, cdiv, format_gib
 from configurator.vllm import messages
 from configurator.vllm.defaults import batch_defaults, derived_max_model_len
-from configurator.vllm.versions import Behaviour, behaviour
+from configurator.vllm.overhead_data import coefficients_for
+from configurator.vllm.versions import Behaviour, behaviour, uses_v2_runner
 
 # CUDA context + cuBLAS handles created before vLLM's baseline snapshot (not counted against the
 # KV pool, but they must fit in the (1 - util) margin): ~0.3-0.6 GiB per process (vLLM issue logs).
@@ -121,6 +122,7 @@ class EstimateRequest:
     flags: dict[str, Any] = field(default_factory=dict)
     gpu_memory_used: int = 0
     entry: str = "server"
+    coefficients: OverheadCoefficients | None = None  # None: the release's fitted coefficients
 
 
 def _check_flags(f: dict[str, Any]) -> None:
@@ -278,7 +280,11 @@ def estimate(req: EstimateRequest) -> EstimateResult:
     if layout.hybrid_manager_disabled:
         warnings.append("hybrid KV cache manager is off: sliding-window / chunked layers pay full-length KV")
 
-    mcb = (pp + 1 if b.v2_runner else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
+    tc = model.text_config
+    is_moe = bool(tc.get("num_experts") or tc.get("n_routed_experts") or tc.get("num_local_experts"))
+    v2 = uses_v2_runner(b, model.model_type, is_moe, model.quant.method is not None or bool(f.get("quantization")))
+    # max_concurrent_batches with async scheduling: pp + 1 on runner V2, else 2 (pp = 1) or pp
+    mcb = (pp + 1 if v2 else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
     mamba_blocks = 1
     if model.has_mamba and prefix:
         if b.mamba_all_mode and not _is_gdn(model):
@@ -300,8 +306,9 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         num_attention_heads=model.num_attention_heads, num_kv_heads=model.num_kv_heads,
         head_dim=model.head_dim, vocab_size=model.vocab_size,
         num_layers_on_rank=len(stages[-1]), max_num_batched_tokens=mnbt, max_num_seqs=max_num_seqs,
-        tp=tp, pp=pp, last_stage=True, enforce_eager=eager, cudagraph_counted=b.cudagraph_estimate,
-        v2_sampler_state=b.v2_runner)
+        tp=tp, pp=pp, last_stage=True, enforce_eager=eager,
+        cudagraph_counted=b.cudagraph_estimate and (not v2 or b.v2_cudagraph_estimate),
+        v2_sampler_state=v2, coeffs=req.coefficients or coefficients_for(b.version))
     other = ov.runner_bytes if b.accounting == "consumed" else 0
     kv_bytes_flag = f.get("kv_cache_memory_bytes")
     if kv_bytes_flag:
@@ -315,6 +322,9 @@ def estimate(req: EstimateRequest) -> EstimateResult:
     free = total - pre_baseline
     if not kv_bytes_flag and free < requested:
         errors.append(messages.free_memory("cuda:0", free, total, util, requested))
+    weights_oom = weights > free
+    if weights_oom:
+        errors.append(messages.weights_oom(weights, free, tp, pp))
 
     # -- workers: PP stages (TP ranks are identical) -------------------------------------------
     layer_stage = {}
@@ -340,7 +350,7 @@ def estimate(req: EstimateRequest) -> EstimateResult:
             if mnbt_user is None:
                 mnbt = min(max_num_seqs * max_len, int(bd.max_num_batched_tokens))
     cap = kv_capacity(layout, workers, limits, rules)
-    if layout.groups:
+    if layout.groups and not weights_oom:
         limiting = min(workers, key=lambda wk: (wk.available_bytes // max(layout.bytes_per_block(wk.layer_ids), 1)))
         chk = fit_check(layout, limiting, limits, rules)
         if chk.no_memory:

@@ -95,3 +95,19 @@ def test_gpus_lists_catalog(run_cli):
     res = run_cli("gpus", "--format", "json")
     names = {g["name"] for g in json.loads(res.stdout)}
     assert {"h100-80gb", "a100-80gb", "l4", "h200", "b200", "mi300x"} <= names
+
+
+def test_refusal_text_matches_a_real_log():
+    """vllm-log-014: Qwen2.5-7B geometry, max_model_len 32768, 'Available KV cache memory' ~1.096 GiB."""
+    from configurator.vllm import messages
+
+    logged = ("To serve at least one request with the model's max seq len (32768), (1.75 GiB KV cache is needed, "
+              "which is larger than the available KV cache memory (1.1 GiB). Based on the available memory, the "
+              "estimated maximum model length is 20512.")
+    text = messages.too_long("v0_23", 32768, 2048 * 917_504, 1282 * 917_504 + 1000, 20512)
+    assert text.startswith(logged)
+
+
+def test_weights_larger_than_the_gpu(estimate_json):
+    code, r = estimate_json("--model", "deepseek-ai/DeepSeek-R1", "--gpu", "h100", "--max-model-len", "16000")
+    assert code == 1 and r["errors"][0].startswith("CUDA out of memory while loading the model")

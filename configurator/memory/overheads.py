@@ -8,32 +8,46 @@ A first, documented model (docs/memory-model.md). What vLLM measures:
   workspaces);
 - from vLLM 0.20 the CUDA-graph pool estimate (0 with --enforce-eager).
 The coefficients are fitted on ../shared/data/vllm-startup-logs.dev.jsonl (see
-benchmarks/accuracy.md); a calibration file from a real log replaces them.
+benchmarks/accuracy.md) and kept as data in profiles/overheads.yaml; a calibration file from a
+real log replaces them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from configurator.units import GiB, MiB
+from configurator.units import MiB
 
 
 @dataclass(frozen=True)
 class OverheadCoefficients:
-    """Fitted constants of the overhead model; `fitted_on` says where they came from."""
+    """Fitted constants of the overhead model (profiles/overheads.yaml says what they were fitted on)."""
 
-    # live fp32 copies of the R x vocab logits during the dummy sampler run
-    # (Qwen3-0.6B, R 1,024, vocab 151,936: 5.56 GiB peak / 0.58 GiB per copy = 9.6 in 0.10-era logs;
-    # 1.04 GiB / 0.145 GiB = 7.2 for R 256 in 0.26)
-    sampler_copies: float = 7.5
-    # bytes per batched token per unit of (2 x intermediate/TP + qkv/TP + 4 x hidden), bf16
+    sampler_copies_at_256: float = 6.5
+    sampler_exponent: float = 0.28
     forward_bytes_per_element: float = 2.0
-    non_torch_tp1_bytes: int = 130 * MiB  # cuBLAS / allocator growth after the baseline snapshot
-    non_torch_multi_gpu_bytes: int = 550 * MiB  # NCCL / custom all-reduce buffers (TP or PP > 1)
-    cudagraph_base_bytes: int = int(0.25 * GiB)  # graph pool estimate: fixed part
-    cudagraph_per_layer_bytes: int = 8 * MiB  # and a per-decoder-layer part (captured buffers)
-    runner_buffers_bytes: int = 200 * MiB  # persistent input / block-table buffers ('consumed' releases)
-    fitted_on: str = "first model: magnitudes read off the dev log set (docs/memory-model.md)"
+    non_torch_tp1_bytes: int = 130 * MiB
+    non_torch_multi_gpu_bytes: int = 550 * MiB
+    cudagraph_base_bytes: int = 256 * MiB
+    cudagraph_per_layer_bytes: int = 8 * MiB
+    runner_buffers_bytes: int = 0
+    source: str = "built-in default"
+
+    @classmethod
+    def from_row(cls, row: dict, source: str) -> OverheadCoefficients:
+        return cls(
+            sampler_copies_at_256=float(row["sampler_copies_at_256"]),
+            sampler_exponent=float(row["sampler_exponent"]),
+            forward_bytes_per_element=float(row["forward_bytes_per_element"]),
+            non_torch_tp1_bytes=int(row["non_torch_tp1_mib"]) * MiB,
+            non_torch_multi_gpu_bytes=int(row["non_torch_multi_gpu_mib"]) * MiB,
+            cudagraph_base_bytes=int(row["cudagraph_base_mib"]) * MiB,
+            cudagraph_per_layer_bytes=int(row["cudagraph_per_layer_mib"]) * MiB,
+            runner_buffers_bytes=int(row["runner_buffers_mib"]) * MiB,
+            source=source)
+
+    def sampler_copies(self, rows: int) -> float:
+        return self.sampler_copies_at_256 * (max(rows, 1) / 256) ** self.sampler_exponent
 
 
 DEFAULT_COEFFICIENTS = OverheadCoefficients()
@@ -55,12 +69,13 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
                        last_stage: bool, enforce_eager: bool, cudagraph_counted: bool,
                        v2_sampler_state: bool, coeffs: OverheadCoefficients = DEFAULT_COEFFICIENTS
                        ) -> Overheads:
-    """Overheads for one rank. Llama-3.1-8B, mnbt 8,192, R 1,024: forward ~0.8 GiB, sampler
-    1,024 x 128,256 x 4 B x 7.5 copies = 3.7 GiB -> activation ~3.7 GiB."""
+    """Overheads for one rank. Llama-3.1-8B on H100 (0.11-0.26), mnbt 8,192, R 1,024: forward
+    ~0.8 GiB; sampler 1,024 x 128,256 x 4 B x 9.6 copies = 4.7 GiB -> activation 4.7 GiB
+    (vLLM logged 4.76 GiB)."""
     width = (2 * intermediate_size + (num_attention_heads + 2 * num_kv_heads) * head_dim) // tp + 4 * hidden_size
     forward = int(max_num_batched_tokens * width * coeffs.forward_bytes_per_element)
     rows = min(max_num_seqs, max_num_batched_tokens)
-    sampler = int(rows * vocab_size * 4 * coeffs.sampler_copies) if last_stage else 0
+    sampler = int(rows * vocab_size * 4 * coeffs.sampler_copies(rows)) if last_stage else 0
     activation = max(forward, sampler)
     non_torch = coeffs.non_torch_multi_gpu_bytes if tp * pp > 1 else coeffs.non_torch_tp1_bytes
     graphs = 0

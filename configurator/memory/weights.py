@@ -15,6 +15,11 @@ from configurator.model.spec import ModelSpec
 from configurator.units import cdiv
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+# Bits per quantized linear weight, scales included, for `--quantization` without a declaring config
+# (4-bit group-128 formats: 4 + 16/128 scale + 4/128 zero bits).
+QUANT_BITS = {"fp8": 8.0, "fbgemm_fp8": 8.0, "ptpc_fp8": 8.0, "compressed-tensors": 8.0, "experts_int8": 8.0,
+              "awq": 4.16, "awq_marlin": 4.16, "gptq": 4.16, "gptq_marlin": 4.16, "bitsandbytes": 4.5,
+              "mxfp4": 4.25, "modelopt_fp4": 4.5, "modelopt": 8.0}
 
 
 @dataclass(frozen=True)
@@ -85,13 +90,33 @@ def count_params(model: ModelSpec) -> ParamCounts:
             lin += moe if ch == "E" else dense_mlp if ch == "-" else 0
         elif moe and i >= first_dense and (i - first_dense) % freq == 0:
             lin += moe
+            if c.get("enable_moe_block") or str(c.get("model_type", "")).startswith("gemma4"):
+                lin += dense_mlp  # Gemma 4 runs a dense MLP beside the experts in every layer
         else:
             lin += dense_mlp
         linear.append(lin)
         other.append(2 * h)
     embedding = vocab * h
     lm_head = 0 if model.tie_word_embeddings else vocab * h
-    return ParamCounts(embedding, lm_head, tuple(linear), tuple(other))
+    return ParamCounts(embedding, lm_head, tuple(linear), tuple(other), vision=_vision_params(model.full_config, h))
+
+
+def _vision_params(config: dict, text_hidden: int) -> int:
+    """A ViT encoder plus its projector, loaded with multimodal checkpoints (replicated, 16-bit):
+    depth x (4 h^2 attention + 2 h x intermediate MLP) + patch embedding + merger to the text width."""
+    v = config.get("vision_config")
+    if not isinstance(v, dict):
+        return 0
+    h = int(v.get("hidden_size") or v.get("embed_dim") or 0)
+    depth = int(v.get("depth") or v.get("num_hidden_layers") or 0)
+    inter = int(v.get("intermediate_size") or 4 * h)
+    if not h or not depth:
+        return 0
+    patch = int(v.get("patch_size") or 14)
+    chans = int(v.get("in_channels") or v.get("num_channels") or 3) * int(v.get("temporal_patch_size") or 1)
+    merge = int(v.get("spatial_merge_size") or 1) ** 2
+    out = int(v.get("out_hidden_size") or text_hidden)
+    return depth * (4 * h * h + 2 * h * inter) + chans * patch * patch * h + h * merge * (h * merge) + h * merge * out
 
 
 def _mla_params(c: dict, h: int, heads: int) -> int:
@@ -143,24 +168,44 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
     p = count_params(model)
     dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
     bits = model.quant.weight_bits
-    if quantization in ("fp8", "fbgemm_fp8", "ptpc_fp8") and bits is None:
-        bits = 8.0  # online quantization of a 16-bit checkpoint
+    if bits is None and quantization in QUANT_BITS:
+        bits = QUANT_BITS[quantization]  # online quantization, or a method the config did not declare
     lin_bytes = bits / 8 if bits else dt
     stages = _stage_layers(model.num_hidden_layers, pp)
     best_rank = 0.0
-    total = (p.embedding + p.lm_head) * dt + sum(p.per_layer_other) * dt + sum(p.per_layer_linear) * lin_bytes
+    total = (p.embedding + p.lm_head + p.vision) * dt + sum(p.per_layer_other) * dt \
+        + sum(p.per_layer_linear) * lin_bytes
     for s, layers in enumerate(stages):
         b = sum(p.per_layer_linear[i] for i in layers) * lin_bytes / tp
         b += sum(p.per_layer_other[i] for i in layers) * dt
         if s == 0:
-            b += p.embedding * dt / tp
+            b += p.embedding * dt / tp + p.vision * dt
         if s == len(stages) - 1:
             b += (p.lm_head if p.lm_head else (p.embedding if pp > 1 else 0)) * dt / tp
         best_rank = max(best_rank, b)
+    # registered buffers load with the weights: the RoPE cos/sin cache (one per distinct RoPE)
+    rope = _rope_cache_bytes(model, dt)
+    best_rank += rope
     if model.weights_bytes and quantization in (None, model.quant.method):
         share = best_rank / total if total else 1.0
         return WeightEstimate(int(model.weights_bytes * share), model.weights_bytes, "checkpoint", p.total)
     return WeightEstimate(int(best_rank), int(total), "config", p.total)
+
+
+def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:
+    """vLLM's RotaryEmbedding cos_sin_cache: max_position x rotary_dim in the model dtype; M-RoPE
+    enlarges the positions 4x for video (Qwen3.5-0.8B: 262,144 x 4 x 64 x 2 B = 128 MiB)."""
+    c = model.text_config
+    if model.is_mla or not model.layers:
+        return 0
+    max_pos = dict(model.max_len_keys).get("max_position_embeddings", 0)
+    rope = dict(model.rope_scaling)
+    params = c.get("rope_parameters") if isinstance(c.get("rope_parameters"), dict) else {}
+    factor = rope.get("partial_rotary_factor") or params.get("partial_rotary_factor") \
+        or c.get("partial_rotary_factor") or 1.0
+    rot_dim = int(model.head_dim * float(factor))
+    mrope = "mrope_section" in params or "mrope_section" in (c.get("rope_scaling") or {})
+    return max_pos * (4 if mrope else 1) * rot_dim * dt
 
 
 def _stage_layers(n: int, pp: int) -> list[range]:

@@ -64,3 +64,11 @@ def user_len_too_long(user_len: int, derived: int, key: str) -> str:
             f"extreme caution. If the model uses relative position encoding (RoPE), positions exceeding "
             f"derived_max_model_len lead to nan. If the model uses absolute position encoding, positions "
             f"exceeding derived_max_model_len will cause a CUDA array out-of-bounds error.")
+
+
+def weights_oom(weights_bytes: int, free_bytes: int, tp: int, pp: int) -> str:
+    """Weights larger than the GPU: vLLM dies with torch's CUDA out-of-memory error while loading
+    (its text names the tensor being allocated, which a prediction cannot know)."""
+    return (f"CUDA out of memory while loading the model: {format_gib(weights_bytes)} GiB of weights per GPU "
+            f"(tensor parallel {tp}, pipeline parallel {pp}) exceed the {format_gib(free_bytes)} GiB free. "
+            f"Use more GPUs or a quantized checkpoint.")

@@ -56,8 +56,13 @@ class Behaviour:
     fit_check: Literal["layers", "first_group", "groups", "blocks"] = "blocks"
     # sliding-window / chunked in-flight tokens: 'mnbt', or 'batches' (max_concurrent_batches x mnbt)
     in_flight: Literal["mnbt", "batches"] = "batches"
-    # model runner V2 is the default (max_concurrent_batches = pp + 1 with async scheduling)
+    # model runner V2 is the default (max_concurrent_batches = pp + 1 with async scheduling); for
+    #   'none' (<= 0.21), 'dense_llama_qwen3' (0.23: Llama / Mistral / Qwen3, dense, unquantized),
+    #   'dense' (0.24-0.28: every non-MoE generative model), 'all' (0.29+)
     v2_runner: bool = True
+    v2_scope: Literal["none", "dense_llama_qwen3", "dense", "all"] = "all"
+    # V2's CUDA-graph estimate exists (it returned 0 before 0.29)
+    v2_cudagraph_estimate: bool = True
     # prefix caching (and so Mamba 'align' mode) on by default for hybrid models
     hybrid_prefix_caching: bool = True
     # a user-enabled prefix cache on Mamba1/Mamba2 hybrids uses mamba_cache_mode 'all' (0.15-0.27)
@@ -94,7 +99,8 @@ class Behaviour:
 _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.10.0", dict(default_gpu_memory_utilization=0.9, cudagraph_estimate=False, mamba_checkpoint_block=False,
                     accounting="weights_peak", tokens="uniform_blocks", fit_check="layers",
-                    in_flight="mnbt", v2_runner=False, hybrid_prefix_caching=False,
+                    in_flight="mnbt", v2_runner=False, v2_scope="none", v2_cudagraph_estimate=False,
+                    hybrid_prefix_caching=False,
                     hybrid_align="fixed16", chunked_local_hma=False,
                     mla_block="flashmla", batch_tiers="two_tiers", gb10_small_tier=False,
                     batch_clamp=False, requested_rounding="float", checkpoint_kv_auto=False,
@@ -107,14 +113,26 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", batch_clamp=True, checkpoint_kv_auto=True)),
     ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel")),
     ("0.21.0", dict(tokens="concurrency")),
-    ("0.23.0", dict(messages="v0_23")),
+    ("0.23.0", dict(messages="v0_23", v2_scope="dense_llama_qwen3")),
+    ("0.24.0", dict(v2_scope="dense")),
     ("0.26.0", dict(in_flight="batches")),
     ("0.27.0", dict(accounting="consumed")),
     ("0.28.0", dict(hybrid_prefix_caching=True, mamba_all_mode=False, batch_tiers="three_tiers")),
-    ("0.29.0", dict(fit_check="blocks", v2_runner=True)),
+    ("0.29.0", dict(fit_check="blocks", v2_runner=True, v2_scope="all", v2_cudagraph_estimate=True)),
     ("0.30.0", dict(yarn_max_len="as_is")),
     ("0.33.0", dict(mamba_checkpoint_block=True, gb10_small_tier=True)),
 )
+
+
+def uses_v2_runner(b: Behaviour, model_type: str, is_moe: bool, quantized: bool) -> bool:
+    """Whether this release runs this model on model runner V2 by default."""
+    if b.v2_scope == "all":
+        return True
+    if b.v2_scope == "dense":
+        return not is_moe
+    if b.v2_scope == "dense_llama_qwen3":
+        return model_type in ("llama", "mistral", "qwen3") and not is_moe and not quantized
+    return False
 
 
 def behaviour(version: str) -> Behaviour:

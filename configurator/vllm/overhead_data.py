@@ -1,0 +1,33 @@
+"""Load the overhead coefficients of a vLLM release from profiles/overheads.yaml."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import yaml
+
+from configurator.memory.overheads import OverheadCoefficients
+from configurator.resources import data_path
+from configurator.vllm.versions import _key
+
+try:
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+
+@lru_cache(maxsize=1)
+def _eras() -> tuple[dict, ...]:
+    with open(data_path("profiles", "overheads.yaml"), encoding="utf-8") as f:
+        return tuple(yaml.load(f, Loader=_Loader)["eras"])
+
+
+def coefficients_for(version: str) -> OverheadCoefficients:
+    """The era row in force for `version` (rows apply from their `since` release on)."""
+    row = None
+    for era in _eras():
+        if _key(era["since"]) <= _key(version):
+            row = era
+    if row is None:
+        row = _eras()[0]
+    return OverheadCoefficients.from_row(row, f"profiles/overheads.yaml (era since {row['since']})")
