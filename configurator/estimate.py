@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from configurator.calibration import Calibration, overhead_scale
 from configurator.errors import InputError
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu
 from configurator.memory.build import build_rank_specs, pp_layer_split
@@ -123,6 +124,7 @@ class EstimateRequest:
     gpu_memory_used: int = 0
     entry: str = "server"
     coefficients: OverheadCoefficients | None = None  # None: the release's fitted coefficients
+    calibration: Calibration | None = None  # measured weights and overheads from a real log
 
 
 def _check_flags(f: dict[str, Any]) -> None:
@@ -295,7 +297,10 @@ def estimate(req: EstimateRequest) -> EstimateResult:
     limits = RequestLimits(max_len, mcb * mnbt, mamba_blocks)
 
     # -- the memory budget ---------------------------------------------------------------------
+    cal = _usable_calibration(req.calibration, model, gpu, b, warnings)
     total = gpu.total_bytes
+    if cal is not None and cal.measured.total_bytes:
+        total = cal.measured.total_bytes
     requested = math.ceil(total * util) if b.requested_rounding == "ceil" else int(total * util)
     stages = pp_layer_split(model.num_hidden_layers, pp)
     w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=dtype)
@@ -310,6 +315,9 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         cudagraph_counted=b.cudagraph_estimate and (not v2 or b.v2_cudagraph_estimate),
         v2_sampler_state=v2, coeffs=req.coefficients or coefficients_for(b.version))
     other = ov.runner_bytes if b.accounting == "consumed" else 0
+    if cal is not None:
+        weights, ov, other = _apply_calibration(cal, model, weights, ov, other, tp, pp, f, req, b,
+                                                dtype, derivation)
     kv_bytes_flag = f.get("kv_cache_memory_bytes")
     if kv_bytes_flag:
         available = int(kv_bytes_flag)
@@ -416,6 +424,58 @@ def estimate(req: EstimateRequest) -> EstimateResult:
                                cudagraph_bytes=0 if kv_bytes_flag else ov.cudagraph_bytes,
                                other_bytes=0 if kv_bytes_flag else other, kv_cache_bytes=available),
         kv_cache=info, errors=errors, warnings=warnings, derivation=derivation)
+
+
+def _usable_calibration(cal: Calibration | None, model: ModelSpec, gpu: GPU, b: Behaviour,
+                        warnings: list[str]) -> Calibration | None:
+    """A calibration applies to the model, GPU and release it was measured on."""
+    if cal is None:
+        return None
+    names = {model.name.lower(), (model.hf_id or "").lower()}
+    mismatch = []
+    if cal.model.lower() not in names:
+        mismatch.append(f"model {cal.model}")
+    if cal.gpu not in (gpu.name, "custom") and gpu.name != "custom":
+        mismatch.append(f"GPU {cal.gpu}")
+    if cal.vllm_version != b.version:
+        mismatch.append(f"vLLM {cal.vllm_version}")
+    if mismatch:
+        warnings.append(f"calibration ignored: it was measured for {', '.join(mismatch)}")
+        return None
+    return cal
+
+
+def _apply_calibration(cal: Calibration, model: ModelSpec, weights: int, ov, other: int, tp: int, pp: int,
+                       f: dict, req: EstimateRequest, b: Behaviour, dtype: str, derivation: list[str]):
+    """Measured weights and overheads replace the model's, scaled by the model's own ratios when
+    the flags differ from the calibrated run."""
+    from dataclasses import replace as dc_replace
+
+    m = cal.measured
+    same_layout = (int(cal.flags.get("tensor_parallel_size") or 1), int(cal.flags.get("pipeline_parallel_size") or 1)) \
+        == (tp, pp)
+    if m.weights_bytes:
+        if same_layout:
+            weights = m.weights_bytes
+        else:  # the measured total, split as the model splits across these ranks
+            weights = int(m.weights_bytes * weights / max(_cal_weights(cal, model, b, dtype), 1))
+    predicted_now = ov.activation_bytes + ov.non_torch_bytes + ov.cudagraph_bytes + other
+    scale = overhead_scale(predicted_now, cal.predicted_overhead_bytes)
+    overhead = int(m.overhead_bytes * scale)
+    graphs = int((m.cudagraph_bytes or 0) * scale) if ov.cudagraph_bytes else 0
+    non_torch = int((m.non_torch_bytes or 0) * scale)
+    activation = max(overhead - graphs - non_torch, 0)
+    derivation.append(f"calibrated from {cal.source}: weights {format_gib(weights)} GiB measured, non-KV overhead "
+                      f"{format_gib(m.overhead_bytes)} GiB measured x {scale:.3f} for these flags")
+    return weights, dc_replace(ov, activation_bytes=activation, non_torch_bytes=non_torch,
+                               cudagraph_bytes=graphs), 0
+
+
+def _cal_weights(cal: Calibration, model: ModelSpec, b: Behaviour, dtype: str) -> int:
+    w = weight_bytes(model, tp=int(cal.flags.get("tensor_parallel_size") or 1),
+                     pp=int(cal.flags.get("pipeline_parallel_size") or 1),
+                     quantization=cal.flags.get("quantization"), dtype=dtype)
+    return w.per_rank_bytes
 
 
 def _sz(n: float) -> str:

@@ -36,10 +36,15 @@ def _flag_options(fn):
               help="Memory already taken on the device by other processes (e.g. 6GiB).")
 @click.option("--vllm-version", "--vllm_version", "vllm_version", default="latest", show_default=True,
               help="vLLM release whose behaviour to model (0.10 to the newest).")
+@click.option("--image", default=None, help="vLLM container image; its tag picks the release "
+              "(vllm/vllm-openai:v0.11.0 -> 0.11.0; latest -> the newest modelled).")
+@click.option("--calibration", "calibration", default=None, type=click.Path(dir_okay=False),
+              help="Calibration file written by `vllm-configurator calibrate`.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_flag_options
 @click.argument("serve_command", nargs=-1, type=click.UNPROCESSED)
-def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, fmt, serve_command, **flags) -> None:
+def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, calibration, fmt, serve_command,
+                 **flags) -> None:
     """What vLLM will allocate and log for these flags, and whether it will start.
 
     Takes vLLM's flags by vLLM's names (dashes or underscores), or a whole command after `--`:
@@ -64,7 +69,18 @@ def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, fmt, ser
     if not name:
         raise click.UsageError("name a model with --model (or after `-- vllm serve`)")
     used = parse_size(gpu_memory_used, what="--gpu-memory-used") if gpu_memory_used else 0
+    if image:
+        from configurator.vllm.versions import version_from_image
+
+        vllm_version, warning = version_from_image(image)
+        if warning:
+            click.echo(f"warning: {warning}", err=True)
+    cal = None
+    if calibration:
+        from configurator.calibration import read_calibration
+
+        cal = read_calibration(calibration)
     result = estimate(EstimateRequest(model=name, gpu=gpu, gpu_memory=gpu_memory, vllm_version=vllm_version,
-                                      flags=parsed, gpu_memory_used=used))
+                                      flags=parsed, gpu_memory_used=used, calibration=cal))
     ESTIMATE_FORMATS[fmt](result, sys.stdout)
     sys.exit(int(ExitCode.OK if result.fits else ExitCode.FAIL))
