@@ -366,7 +366,8 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         elif not chk.ok:
             errors.append(messages.too_long(b.messages, max_len, chk.needed_bytes, chk.available_bytes,
                                             chk.estimated_max_model_len))
-    if model.has_mamba and b.hybrid_align == "kernel" and not eager and max_num_seqs > cap.num_blocks:
+    if model.has_mamba and b.hybrid_align == "kernel" and not eager and max_num_seqs > cap.num_blocks \
+            and not weights_oom:
         errors.append(f"max_num_seqs ({max_num_seqs}) exceeds available Mamba cache blocks ({cap.num_blocks}). "
                       f"Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot "
                       f"proceed. Please lower max_num_seqs to at most {cap.num_blocks} or increase "
@@ -586,4 +587,7 @@ def _per_sequence_costs(specs: tuple, layout: KVCacheLayout, max_len: int,
         else:
             w = getattr(s, "sliding_window", 0) or getattr(s, "attention_chunk_size", 0)
             window += s.bytes_per_token * min(w, max_len)
+    if grows == 0 and window:
+        # every attention layer is windowed (Mistral-7B-v0.1): a token costs them until it leaves the window
+        grows = sum(s.bytes_per_token for s in specs if not isinstance(s, MambaSpec))
     return grows, window, state

@@ -330,7 +330,7 @@ def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, h
             if ch == "*":
                 out.append(attn(i, why="attention layer ('*' in hybrid_override_pattern)"))
             elif ch == "M":
-                out.append(LayerGeometry(i, "mamba", mamba=mamba, why="Mamba2 layer ('M'): fixed state"))
+                out.append(LayerGeometry(i, "mamba", mamba=mamba, why="Mamba2 layer: fixed state ('M')"))
         notes.append(f"hybrid_override_pattern: {pattern.count('*')} attention, {pattern.count('M')} Mamba2, "
                      f"{len(pattern) - pattern.count('*') - pattern.count('M')} MLP/MoE-only layers")
         return out
