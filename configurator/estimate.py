@@ -522,11 +522,15 @@ def explain_kv(model: ModelSpec, specs: tuple, kv: KVDtype, tp: int, max_len: in
         else:
             formula = f"{n} layers x {heads} KV heads{tp_note} x {hv} head dims x {elem_s}"
         lines.append(f"{what}: {formula} = {per:,} B = {_sz(per)} per token")
-    if grows:
+    growing = any(g.kind in ("full", "mla") for g in model.layers)
+    if grows and growing:
         seq = grows * max_len
         lines.append(f"KV per token {grows:,} B x {max_len:,} tokens = {_sz(seq)} per sequence; "
                      f"x {num_seqs:,} sequences = {_sz(seq * num_seqs)}")
-    if window_bytes:
+    elif window_bytes:
+        lines.append(f"every attention layer is windowed: at most {_sz(window_bytes)} per sequence; "
+                     f"x {num_seqs:,} sequences = {_sz(window_bytes * num_seqs)}")
+    if window_bytes and growing:
         lines.append(f"sliding-window / chunked layers keep at most their window: {_sz(window_bytes)} per "
                      f"sequence, however long it runs")
     if state:
