@@ -40,11 +40,14 @@ def _flag_options(fn):
               "(vllm/vllm-openai:v0.11.0 -> 0.11.0; latest -> the newest modelled).")
 @click.option("--calibration", "calibration", default=None, type=click.Path(dir_okay=False),
               help="Calibration file written by `vllm-configurator calibrate`.")
+@click.option("--entry-point", "entry", type=click.Choice(["server", "offline"]), default="server",
+              show_default=True, help="`vllm serve` (OpenAI server) or the offline LLM class: their batch "
+              "defaults differ.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_flag_options
 @click.argument("serve_command", nargs=-1, type=click.UNPROCESSED)
-def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, calibration, fmt, serve_command,
-                 **flags) -> None:
+def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, calibration, entry, fmt,
+                 serve_command, **flags) -> None:
     """What vLLM will allocate and log for these flags, and whether it will start.
 
     Takes vLLM's flags by vLLM's names (dashes or underscores), or a whole command after `--`:
@@ -81,6 +84,6 @@ def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, c
 
         cal = read_calibration(calibration)
     result = estimate(EstimateRequest(model=name, gpu=gpu, gpu_memory=gpu_memory, vllm_version=vllm_version,
-                                      flags=parsed, gpu_memory_used=used, calibration=cal))
+                                      flags=parsed, gpu_memory_used=used, calibration=cal, entry=entry))
     ESTIMATE_FORMATS[fmt](result, sys.stdout)
     sys.exit(int(ExitCode.OK if result.fits else ExitCode.FAIL))
