@@ -14,7 +14,16 @@ def estimate_schema() -> dict:
     return schema
 
 
-SCHEMAS = {"estimate.schema.json": estimate_schema}
+def calibration_schema() -> dict:
+    from configurator.calibration import Calibration
+
+    schema = Calibration.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://github.com/vllm-configurator/schemas/calibration.schema.json"
+    return schema
+
+
+SCHEMAS = {"estimate.schema.json": estimate_schema, "calibration.schema.json": calibration_schema}
 
 
 def render(name: str) -> str:

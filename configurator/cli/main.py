@@ -32,10 +32,12 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from configurator.cli.calibrate import calibrate_cmd
     from configurator.cli.estimate import estimate_cmd
     from configurator.cli.gpus import gpus_cmd
 
     cli.add_command(estimate_cmd)
+    cli.add_command(calibrate_cmd)
     cli.add_command(gpus_cmd)
 
 

@@ -1,0 +1,122 @@
+"""`calibrate`: a real log's numbers in, a calibration file out that reproduces the logged KV memory."""
+
+import json
+
+import pytest
+
+from configurator.units import GiB
+from tests.conftest import shared_or_skip
+
+
+def _log_from_record(r: dict) -> str:
+    """A V1 start-up log with the lines the record quotes (prefixes as vLLM prints them)."""
+    args = {"model": r["model_id"], "max_model_len": r["max_model_len"]}
+    if r.get("gpu_memory_utilization"):
+        args["gpu_memory_utilization"] = r["gpu_memory_utilization"]
+    if r.get("tensor_parallel_size", 1) != 1:
+        args["tensor_parallel_size"] = r["tensor_parallel_size"]
+    p = "(EngineCore_DP0 pid=7) INFO 08-21 10:11:12 [gpu_worker.py:1] "
+    lines = [f"INFO 08-21 10:11:10 [api_server.py:1] vLLM API server version {r['vllm_version']}",
+             f"INFO 08-21 10:11:10 [utils.py:1] non-default args: {args!r}",
+             f"{p}Model loading took {r['model_loading_gib']} GiB and 6.27 seconds",
+             f"{p}Available KV cache memory: {r['available_kv_cache_gib']} GiB"]
+    if r.get("kv_cache_tokens"):
+        lines.append(f"{p}GPU KV cache size: {r['kv_cache_tokens']:,} tokens")
+    if r.get("free_memory_line"):
+        lines.append(p + r["free_memory_line"])
+    return "\n".join(lines) + "\n"
+
+
+CASES = {  # dev-set records whose model the tool knows: record id -> (model id, GPU)
+    "vllm-log-001": ("Qwen/Qwen2-7B-Instruct", "a100-80gb"),
+    "vllm-log-002": ("Qwen/Qwen2-7B-Instruct", "a100-80gb"),
+    "vllm-log-004": ("Qwen/Qwen2-7B-Instruct", "a100-80gb"),
+    "vllm-log-043": ("Qwen/Qwen3-14B", "l40s"),
+}
+
+
+@pytest.mark.parametrize("record_id", sorted(CASES))
+def test_calibration_reproduces_the_logged_kv_memory(record_id, run_cli, tmp_path):
+    logs = shared_or_skip("data", "vllm-startup-logs.dev.jsonl")
+    r = next(json.loads(line) for line in logs.read_text().splitlines() if record_id in line)
+    r["model_id"], gpu = CASES[record_id]
+    log = tmp_path / "vllm.log"
+    log.write_text(_log_from_record(r))
+    out = tmp_path / "cal.yaml"
+    res = run_cli("calibrate", str(log), "--gpu", gpu, "-o", str(out))
+    assert res.exit_code == 0, res.stderr
+    assert "vLLM measured" in res.stdout and out.exists()
+    args = ["estimate", "--model", r["model_id"], "--gpu", gpu, "--vllm-version", r["vllm_version"],
+            "--max-model-len", str(r["max_model_len"]), "--calibration", str(out), "--format", "json"]
+    if r.get("gpu_memory_utilization"):
+        args += ["--gpu-memory-utilization", str(r["gpu_memory_utilization"])]
+    if r.get("tensor_parallel_size", 1) != 1:
+        args += ["-tp", str(r["tensor_parallel_size"])]
+    est = json.loads(run_cli(*args).stdout)
+    assert abs(est["memory"]["kv_cache_bytes"] / GiB - r["available_kv_cache_gib"]) <= 0.05
+    if r.get("kv_cache_tokens"):
+        assert abs(est["kv_cache"]["tokens"] - r["kv_cache_tokens"]) / r["kv_cache_tokens"] <= 0.01
+
+
+def test_calibration_with_other_flags_scales_the_overheads(run_cli, tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
+                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    out = tmp_path / "cal.json"
+    assert run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out)).exit_code == 0
+    base = ["estimate", "--model", "Qwen/Qwen3-14B", "--gpu", "l40s", "--vllm-version", "0.28.0",
+            "--calibration", str(out), "--format", "json", "--max-model-len", "40960"]
+    same = json.loads(run_cli(*base).stdout)["memory"]["kv_cache_bytes"]
+    lower = json.loads(run_cli(*base, "--gpu-memory-utilization", "0.8").stdout)["memory"]["kv_cache_bytes"]
+    assert lower < same  # same measured overheads, smaller budget
+
+
+def test_calibration_for_another_model_is_ignored_with_a_warning(run_cli, tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
+                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    out = tmp_path / "cal.yaml"
+    run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out))
+    res = run_cli("estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "l40s", "--calibration", str(out),
+                  "--format", "json")
+    assert any("calibration ignored" in w for w in json.loads(res.stdout)["warnings"])
+
+
+def test_existing_calibration_file_is_not_overwritten(run_cli, tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
+                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    out = tmp_path / "cal.yaml"
+    out.write_text("mine\n")
+    res = run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out))
+    assert res.exit_code == 2 and "--force" in res.stderr and out.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("", "empty"),
+    ("[INFO] nginx started\n[INFO] listening on :80\n", "not a vLLM start-up log"),
+    ("INFO 08-21 10:11:10 [api_server.py:1] vLLM API server version 0.28.0\n", "truncated"),
+    ("INFO vLLM API server version 0.28.0\n(EngineCore_DP0 pid=7) INFO Available KV cache memory: 11.57 GiB\n"
+     "INFO vLLM API server version 0.11.0\n(EngineCore_DP0 pid=8) INFO Available KV cache memory: 9.2 GiB\n", "mixes"),
+])
+def test_bad_logs_exit_2_with_one_line(text, needle, run_cli, tmp_path):
+    log = tmp_path / "bad.log"
+    log.write_text(text)
+    res = run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(tmp_path / "c.yaml"))
+    assert res.exit_code == 2 and "Traceback" not in res.stderr
+    assert needle in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "c.yaml").exists()
+
+
+def test_calibration_file_follows_its_schema(run_cli, tmp_path):
+    import jsonschema
+    import yaml
+
+    from configurator.schemas import SCHEMAS
+
+    log = tmp_path / "vllm.log"
+    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
+                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    out = tmp_path / "cal.yaml"
+    run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out))
+    jsonschema.validate(yaml.safe_load(out.read_text()), SCHEMAS["calibration.schema.json"]())
