@@ -17,6 +17,8 @@ class _Group(click.Group):
         except ConfiguratorError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(int(e.exit_code))
+        except BrokenPipeError:
+            raise
         except (OSError, ValueError) as e:  # last line of defence: one line, never a traceback
             click.echo(f"error: {e}", err=True)
             sys.exit(int(ExitCode.USAGE))
@@ -45,7 +47,13 @@ _register()
 
 
 def main() -> None:
-    cli(prog_name="vllm-configurator")
+    try:
+        cli(prog_name="vllm-configurator")
+    except BrokenPipeError:  # output piped into `head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(int(ExitCode.OK))
 
 
 if __name__ == "__main__":  # pragma: no cover
