@@ -313,7 +313,10 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         num_layers_on_rank=len(stages[-1]), max_num_batched_tokens=mnbt, max_num_seqs=max_num_seqs,
         tp=tp, pp=pp, last_stage=True, enforce_eager=eager,
         cudagraph_counted=b.cudagraph_estimate and (not v2 or b.v2_cudagraph_estimate),
-        v2_sampler_state=v2, coeffs=req.coefficients or coefficients_for(b.version))
+        v2_sampler_state=v2, coeffs=req.coefficients or coefficients_for(b.version),
+        moe_intermediate_size=int(tc.get("moe_intermediate_size") or 0) if is_moe else 0,
+        experts_per_token=int(tc.get("num_experts_per_tok") or tc.get("top_k_experts") or tc.get("moe_topk") or 0)
+        if is_moe else 0)
     other = ov.runner_bytes if b.accounting == "consumed" else 0
     if cal is not None:
         weights, ov, other = _apply_calibration(cal, model, weights, ov, other, tp, pp, f, req, b,

@@ -35,3 +35,15 @@ def shared_or_skip(*parts: str) -> Path:
     if not p.exists():
         pytest.skip(f"{p} not present (the project's shared/ folder sits beside the checkout)")
     return p
+
+
+def load_benchmark(name: str):
+    """Import benchmarks/<name>.py (the benchmarks double as the accuracy harness)."""
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

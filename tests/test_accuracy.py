@@ -1,17 +1,10 @@
 """The available-KV prediction on the dev log set stays within the targets (benchmarks/accuracy.py)."""
 
-import importlib.util
-import sys
-
-from tests.conftest import ROOT, shared_or_skip
+from tests.conftest import load_benchmark, shared_or_skip
 
 
 def _accuracy():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("accuracy", ROOT / "benchmarks" / "accuracy.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("accuracy")
 
 
 def test_available_kv_error_beats_naive_baseline_threefold():

@@ -27,6 +27,13 @@ def _log_from_record(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _qwen3_14b_log(tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
+                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    return log
+
+
 CASES = {  # dev-set records whose model the tool knows: record id -> (model id, GPU)
     "vllm-log-001": ("Qwen/Qwen2-7B-Instruct", "a100-80gb"),
     "vllm-log-002": ("Qwen/Qwen2-7B-Instruct", "a100-80gb"),
@@ -59,9 +66,7 @@ def test_calibration_reproduces_the_logged_kv_memory(record_id, run_cli, tmp_pat
 
 
 def test_calibration_with_other_flags_scales_the_overheads(run_cli, tmp_path):
-    log = tmp_path / "vllm.log"
-    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
-                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    log = _qwen3_14b_log(tmp_path)
     out = tmp_path / "cal.json"
     assert run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out)).exit_code == 0
     base = ["estimate", "--model", "Qwen/Qwen3-14B", "--gpu", "l40s", "--vllm-version", "0.28.0",
@@ -72,9 +77,7 @@ def test_calibration_with_other_flags_scales_the_overheads(run_cli, tmp_path):
 
 
 def test_calibration_for_another_model_is_ignored_with_a_warning(run_cli, tmp_path):
-    log = tmp_path / "vllm.log"
-    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
-                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    log = _qwen3_14b_log(tmp_path)
     out = tmp_path / "cal.yaml"
     run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out))
     res = run_cli("estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "l40s", "--calibration", str(out),
@@ -83,9 +86,7 @@ def test_calibration_for_another_model_is_ignored_with_a_warning(run_cli, tmp_pa
 
 
 def test_existing_calibration_file_is_not_overwritten(run_cli, tmp_path):
-    log = tmp_path / "vllm.log"
-    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
-                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    log = _qwen3_14b_log(tmp_path)
     out = tmp_path / "cal.yaml"
     out.write_text("mine\n")
     res = run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out))
@@ -114,9 +115,7 @@ def test_calibration_file_follows_its_schema(run_cli, tmp_path):
 
     from configurator.schemas import SCHEMAS
 
-    log = tmp_path / "vllm.log"
-    log.write_text(_log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
-                                     "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57}))
+    log = _qwen3_14b_log(tmp_path)
     out = tmp_path / "cal.yaml"
     run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out))
     jsonschema.validate(yaml.safe_load(out.read_text()), SCHEMAS["calibration.schema.json"]())

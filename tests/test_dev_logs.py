@@ -1,15 +1,10 @@
 """Real start-up logs: --kv-cache-memory-bytes = the logged GiB reproduces tokens and concurrency."""
 
-import importlib.util
-
-from tests.conftest import ROOT, shared_or_skip
+from tests.conftest import load_benchmark, shared_or_skip
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("kv_reproduction", ROOT / "benchmarks" / "kv_reproduction.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("kv_reproduction")
 
 
 def test_logged_tokens_and_concurrency_reproduced_within_one_percent():

@@ -67,12 +67,14 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
                        num_kv_heads: int, head_dim: int, vocab_size: int, num_layers_on_rank: int,
                        max_num_batched_tokens: int, max_num_seqs: int, tp: int, pp: int,
                        last_stage: bool, enforce_eager: bool, cudagraph_counted: bool,
-                       v2_sampler_state: bool, coeffs: OverheadCoefficients = DEFAULT_COEFFICIENTS
-                       ) -> Overheads:
+                       v2_sampler_state: bool, moe_intermediate_size: int = 0, experts_per_token: int = 0,
+                       coeffs: OverheadCoefficients = DEFAULT_COEFFICIENTS) -> Overheads:
     """Overheads for one rank. Llama-3.1-8B on H100 (0.11-0.26), mnbt 8,192, R 1,024: forward
     ~0.8 GiB; sampler 1,024 x 128,256 x 4 B x 9.6 copies = 4.7 GiB -> activation 4.7 GiB
     (vLLM logged 4.76 GiB)."""
-    width = (2 * intermediate_size + (num_attention_heads + 2 * num_kv_heads) * head_dim) // tp + 4 * hidden_size
+    # per token: the MLP's gate/up output (for MoE, top-k experts' worth), q/k/v, a few hidden-size buffers
+    mlp = max(intermediate_size, experts_per_token * moe_intermediate_size)
+    width = (2 * mlp + (num_attention_heads + 2 * num_kv_heads) * head_dim) // tp + 4 * hidden_size
     forward = int(max_num_batched_tokens * width * coeffs.forward_bytes_per_element)
     rows = min(max_num_seqs, max_num_batched_tokens)
     sampler = int(rows * vocab_size * 4 * coeffs.sampler_copies(rows)) if last_stage else 0
