@@ -14,3 +14,4 @@ schemas:
 bench:
 	$(PYTHON) benchmarks/kv_reproduction.py
 	$(PYTHON) benchmarks/cold_start.py
+	$(PYTHON) benchmarks/plan_speed.py

@@ -37,9 +37,11 @@ def _register() -> None:
     from configurator.cli.calibrate import calibrate_cmd
     from configurator.cli.estimate import estimate_cmd
     from configurator.cli.gpus import gpus_cmd
+    from configurator.cli.plan import plan_cmd
 
     cli.add_command(estimate_cmd)
     cli.add_command(calibrate_cmd)
+    cli.add_command(plan_cmd)
     cli.add_command(gpus_cmd)
 
 

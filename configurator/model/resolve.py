@@ -73,9 +73,10 @@ def load_profile(path: Path) -> ModelSpec:
 
 
 def _merge(base: dict, over: dict) -> dict:
+    """Top-level keys of a derived profile replace the base's; a nested text_config is merged."""
     out = dict(base)
     for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = _merge(out[k], v) if k == "text_config" and isinstance(out.get(k), dict) else v
     return {k: v for k, v in out.items() if v != "__delete__"}
 
 

@@ -1,0 +1,1 @@
+"""Emitters: a plan's flags as `vllm serve` arguments (later Helm values and manifests); pure functions."""
