@@ -230,7 +230,7 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
         for kv in kvs:
             for util in utils:
                 c = _evaluate(model, gpu, req, tp, pp, kv, util, w.max_context_tokens, seqs0)
-                if best is None or _pool(c) > _pool(best):
+                if best is None or _pool(c) >= _pool(best):
                     best = c
                 if _carries(c, w, req.headroom):
                     chosen = c

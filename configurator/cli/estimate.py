@@ -56,9 +56,9 @@ def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, c
 
     Exit 0 when it fits, 1 when vLLM would refuse to start, 2 for bad input.
     """
+    from configurator.cli import common
     from configurator.estimate import EstimateRequest, estimate
     from configurator.report import ESTIMATE_FORMATS
-    from configurator.units import parse_size
     from configurator.vllm.flags import BY_DEST, parse_serve_args
 
     parsed: dict = {}
@@ -71,19 +71,9 @@ def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, c
     parsed.pop("model", None)
     if not name:
         raise click.UsageError("name a model with --model (or after `-- vllm serve`)")
-    used = parse_size(gpu_memory_used, what="--gpu-memory-used") if gpu_memory_used else 0
-    if image:
-        from configurator.vllm.versions import version_from_image
-
-        vllm_version, warning = version_from_image(image)
-        if warning:
-            click.echo(f"warning: {warning}", err=True)
-    cal = None
-    if calibration:
-        from configurator.calibration import read_calibration
-
-        cal = read_calibration(calibration)
-    result = estimate(EstimateRequest(model=name, gpu=gpu, gpu_memory=gpu_memory, vllm_version=vllm_version,
-                                      flags=parsed, gpu_memory_used=used, calibration=cal, entry=entry))
+    result = estimate(EstimateRequest(model=name, gpu=gpu, gpu_memory=gpu_memory,
+                                      vllm_version=common.release(vllm_version, image), flags=parsed,
+                                      gpu_memory_used=common.memory_used(gpu_memory_used),
+                                      calibration=common.calibration(calibration), entry=entry))
     ESTIMATE_FORMATS[fmt](result, sys.stdout)
     sys.exit(int(ExitCode.OK if result.fits else ExitCode.FAIL))

@@ -49,9 +49,9 @@ def plan_cmd(model, gpu, gpu_memory, gpus, workload, max_context, prompt_tokens,
     Exit 0 with a plan, 1 when nothing carries the workload (the shortfall and checked remedies are
     printed), 2 for bad input.
     """
+    from configurator.cli import common
     from configurator.errors import InputError
     from configurator.plan import PlanRequest, plan
-    from configurator.units import parse_size
     from configurator.workloads import load_workload, override
 
     for name, v in (("--concurrency", concurrency), ("--max-context", max_context),
@@ -60,22 +60,11 @@ def plan_cmd(model, gpu, gpu_memory, gpus, workload, max_context, prompt_tokens,
             raise InputError(f"{name} must be a positive integer, got {v}")
     w = override(load_workload(workload), max_context_tokens=max_context, prompt_tokens=prompt_tokens,
                  output_tokens=output_tokens, concurrency=concurrency)
-    if image:
-        from configurator.vllm.versions import version_from_image
-
-        vllm_version, warning = version_from_image(image)
-        if warning:
-            click.echo(f"warning: {warning}", err=True)
-    cal = None
-    if calibration:
-        from configurator.calibration import read_calibration
-
-        cal = read_calibration(calibration)
     result = plan(PlanRequest(
-        model=model, workload=w, gpu=gpu, gpu_memory=gpu_memory, gpus=gpus, vllm_version=vllm_version,
-        headroom=headroom, max_gpu_memory_utilization=max_util,
-        gpu_memory_used=parse_size(gpu_memory_used, what="--gpu-memory-used") if gpu_memory_used else 0,
-        calibration=cal, kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, pipeline_parallel_size=pp,
+        model=model, workload=w, gpu=gpu, gpu_memory=gpu_memory, gpus=gpus,
+        vllm_version=common.release(vllm_version, image), headroom=headroom, max_gpu_memory_utilization=max_util,
+        gpu_memory_used=common.memory_used(gpu_memory_used), calibration=common.calibration(calibration),
+        kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, pipeline_parallel_size=pp,
         quantization=quantization, entry=entry))
     if emit == "serve" and result.feasible:
         click.echo(result.serve_command)
