@@ -344,11 +344,15 @@ def _infeasible(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate, 
     w = req.workload
     res = best.result
     kv = res.kv_cache
-    per_request = kv.bytes_per_token * w.typical_tokens + kv.window_bytes_per_sequence + kv.state_bytes_per_sequence
-    needed = int(math.ceil(w.concurrency * (1 + req.headroom)) * per_request)
-    shortfall = max(needed - res.memory.kv_cache_bytes, 0)  # a negative pool (weights too big) adds
-    if not res.fits and res.errors and res.memory.kv_cache_bytes > 0 and shortfall == 0:
-        shortfall = res.memory.kv_cache_bytes // 10  # refused for another reason (one long request)
+    need_n = math.ceil(w.concurrency * (1 + req.headroom))
+    pool = res.memory.kv_cache_bytes
+    if res.fits and best.at_typical > 0:
+        # the pool scales with the requests it holds (blocks, windows and states included)
+        shortfall = math.ceil(pool * need_n / best.at_typical) - pool
+    else:
+        per_request = kv.bytes_per_token * w.typical_tokens + kv.window_bytes_per_sequence + kv.state_bytes_per_sequence
+        shortfall = need_n * per_request - pool  # a negative pool (weights too big) adds
+    shortfall = max(shortfall, 1 << 20)
     remedies = _remedies(model, gpu, req, best) if with_remedies else []
     reason = res.errors[0] if res.errors else (
         f"the pool holds {best.at_typical:,} requests of {w.typical_tokens:,} tokens, the workload needs "

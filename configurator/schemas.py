@@ -11,6 +11,8 @@ MODELS = {
     "calibration.schema.json": "configurator.calibration.Calibration",
     "plan.schema.json": "configurator.plan.PlanResult",
     "workload.schema.json": "configurator.workloads.Workload",
+    "check-report.schema.json": "configurator.lint.engine.CheckReport",
+    "lint-config.schema.json": "configurator.lint.engine.LintConfig",
 }
 
 

@@ -35,6 +35,7 @@ def cli() -> None:
 
 def _register() -> None:
     from configurator.cli.calibrate import calibrate_cmd
+    from configurator.cli.check import check_cmd
     from configurator.cli.estimate import estimate_cmd
     from configurator.cli.gpus import gpus_cmd
     from configurator.cli.plan import plan_cmd
@@ -42,6 +43,7 @@ def _register() -> None:
     cli.add_command(estimate_cmd)
     cli.add_command(calibrate_cmd)
     cli.add_command(plan_cmd)
+    cli.add_command(check_cmd)
     cli.add_command(gpus_cmd)
 
 

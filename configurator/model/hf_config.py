@@ -106,8 +106,8 @@ def read_model_spec(
         model_type = "gemma3_text"
     defaults = TRANSFORMERS_DEFAULTS.get(model_type, {})
     cfg = dict(defaults)
-    cfg.update({k: v for k, v in raw_text.items() if v is not None})
-    taken = sorted(k for k in defaults if raw_text.get(k) is None and k in cfg)
+    cfg.update(raw_text)  # an explicit null (Mistral v0.3's sliding_window) overrides the class default
+    taken = sorted(k for k in defaults if k not in raw_text)
     if taken:
         notes.append(f"absent keys took transformers' {model_type} defaults: {', '.join(taken)}")
 

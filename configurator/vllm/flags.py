@@ -107,21 +107,34 @@ def parse_serve_args(argv: list[str] | str) -> tuple[dict[str, Any], list[str]]:
     tokens = shlex.split(argv) if isinstance(argv, str) else list(argv)
     if len(tokens) == 1 and " " in tokens[0]:
         tokens = shlex.split(tokens[0])
-    # drop a leading launcher: vllm serve | python -m vllm.entrypoints.openai.api_server
-    while tokens and not tokens[0].startswith("-") and (
-            tokens[0].endswith(("vllm", "python", "python3")) or tokens[0] in ("serve", "-m")
-            or tokens[0].startswith("vllm.entrypoints")):
-        tokens.pop(0)
-    if tokens[:1] == ["-m"]:
-        tokens = tokens[2:]
-    out: dict[str, Any] = {}
+    occurrences, unknown = parse_tokens(tokens)
+    return {dest: value for dest, value, _ in occurrences}, unknown
+
+
+LAUNCHERS = ("vllm", "python", "python3")
+
+
+def parse_tokens(tokens: list[str]) -> tuple[list[tuple[str, Any, int]], list[str]]:
+    """Tokens of a command -> [(dest, typed value, index of the flag token)] in order, and the
+    unrecognised tokens. The model may be positional (`vllm serve MODEL`) or `--model`."""
+    start = 0
+    # skip a leading launcher: vllm serve | python -m vllm.entrypoints.openai.api_server
+    while start < len(tokens) and not tokens[start].startswith("-") and (
+            tokens[start].rsplit("/", 1)[-1] in LAUNCHERS or tokens[start] == "serve"
+            or tokens[start].startswith("vllm.entrypoints")):
+        start += 1
+    if tokens[start:start + 1] == ["-m"]:
+        start += 2
+    out: list[tuple[str, Any, int]] = []
     unknown: list[str] = []
-    i = 0
+    seen_model = False
+    i = start
     while i < len(tokens):
         tok = tokens[i]
         if not tok.startswith("-"):
-            if "model" not in out:
-                out["model"] = tok
+            if not seen_model:
+                out.append(("model", tok, i))
+                seen_model = True
             else:
                 unknown.append(tok)
             i += 1
@@ -138,8 +151,9 @@ def parse_serve_args(argv: list[str] | str) -> tuple[dict[str, Any], list[str]]:
             unknown.append(tok)
             i += 1
             continue
+        at = i
         if flag.type == "bool":
-            out[flag.dest] = (not neg) if not eq else convert(flag, val)
+            out.append((flag.dest, (not neg) if not eq else convert(flag, val), at))
             i += 1
             continue
         if not eq:
@@ -147,6 +161,8 @@ def parse_serve_args(argv: list[str] | str) -> tuple[dict[str, Any], list[str]]:
                 raise InputError(f"{name} needs a value")
             val = tokens[i + 1]
             i += 1
-        out[flag.dest] = convert(flag, val)
+        out.append((flag.dest, convert(flag, val), at))
+        if flag.dest == "model":
+            seen_model = True
         i += 1
     return out, unknown

@@ -1,0 +1,1 @@
+"""Lint Kubernetes manifests and Helm output against vLLM's memory budget: load -> extract -> evaluate."""

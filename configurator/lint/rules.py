@@ -1,0 +1,275 @@
+"""The rules: declarative metadata plus a pure check each. The engine attaches object and location.
+
+A check takes a `Context` (one vLLM server, its GPU, model and memory estimate) and yields `Hit`s.
+The registry refuses duplicate ids at import; docs/rules.md is generated from it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from configurator.lint.extract import Server
+from configurator.lint.load import Loc
+from configurator.units import GiB, format_gib
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+# Weight loading: a conservative rate (a network volume or a cold page cache) plus torch.compile and
+# CUDA-graph capture, which vLLM spends before /health answers.
+LOAD_RATE_BYTES_PER_S = GiB // 2
+COMPILE_AND_GRAPHS_S = 120
+SHM_MIN_BYTES = GiB  # NCCL's shared-memory transport between tensor-parallel ranks
+
+
+@dataclass
+class Context:
+    server: Server
+    gpu: object | None  # configurator.hardware.catalog.GPU
+    gpu_source: str
+    version: str
+    model: object | None  # configurator.model.spec.ModelSpec
+    model_error: str | None
+    estimate: object | None  # configurator.estimate.EstimateResult
+    estimate_error: str | None
+    workload: object | None = None  # configurator.workloads.Workload
+    typical_capacity: int | None = None  # concurrent typical-length requests (with a workload)
+    extra: dict = field(default_factory=dict)
+
+    def errors_with(self, text: str) -> list[str]:
+        e = self.estimate
+        return [x for x in (e.errors if e is not None else []) if text in x]
+
+
+@dataclass(frozen=True)
+class Hit:
+    message: str
+    loc: Loc | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: Severity
+    description: str  # what and why it matters
+    remediation: str  # one sentence
+    check: Callable[[Context], Iterator[Hit]]
+
+
+REGISTRY: dict[str, Rule] = {}
+
+
+def rule(id: str, title: str, severity: Severity, description: str, remediation: str):
+    def deco(fn: Callable[[Context], Iterator[Hit]]) -> Callable[[Context], Iterator[Hit]]:
+        if id in REGISTRY:
+            raise ValueError(f"duplicate rule id {id}")
+        REGISTRY[id] = Rule(id, title, severity, description, remediation, fn)
+        return fn
+    return deco
+
+
+# parse-error is raised by the loader, not by a check; registered for its metadata.
+REGISTRY["parse-error"] = Rule(
+    "parse-error", "File cannot be read or parsed", "error",
+    "The file is not UTF-8 YAML or JSON (binary, truncated, invalid syntax, an alias bomb, or too large), so the "
+    "servers it may hold were not checked.", "Fix the file or leave it out of the paths given to check.",
+    lambda ctx: iter(()))
+
+
+@rule("kv-cache-too-small", "max_model_len does not fit the KV cache", "error",
+      "vLLM refuses to start when one request of max_model_len does not fit the KV-cache memory left after the "
+      "weights and start-up overheads; the pod crash-loops minutes into each start.",
+      "Lower --max-model-len to the length that fits, use --kv-cache-dtype fp8, raise "
+      "--gpu-memory-utilization or add GPUs.")
+def _kv_too_small(ctx: Context) -> Iterator[Hit]:
+    for e in ctx.errors_with("To serve at least one request"):
+        yield Hit(e, ctx.server.flag_loc("max_model_len"))
+
+
+@rule("weights-exceed-gpu", "Weights do not fit the GPUs", "error",
+      "The model's weights per GPU exceed the GPU's memory: loading fails with CUDA out of memory.",
+      "Use more GPUs (tensor or pipeline parallelism), a quantized checkpoint, or a larger GPU.")
+def _weights(ctx: Context) -> Iterator[Hit]:
+    for e in ctx.errors_with("CUDA out of memory while loading"):
+        yield Hit(e, ctx.server.gpu_loc or ctx.server.flag_loc("model"))
+
+
+@rule("no-kv-memory", "No memory left for the KV cache", "error",
+      "After weights, activations and CUDA graphs nothing is left of gpu_memory_utilization x total for KV "
+      "blocks; vLLM refuses to start.",
+      "Raise --gpu-memory-utilization, shorten --max-num-batched-tokens or use more or larger GPUs.")
+def _no_kv(ctx: Context) -> Iterator[Hit]:
+    for e in ctx.errors_with("No available memory for the cache blocks"):
+        yield Hit(e, ctx.server.flag_loc("gpu_memory_utilization"))
+
+
+@rule("mamba-blocks-exceeded", "max_num_seqs above the Mamba cache blocks", "error",
+      "Hybrid attention + Mamba / linear-attention models hold one state block per running sequence; vLLM "
+      "refuses CUDA-graph capture when max_num_seqs exceeds the blocks in the pool.",
+      "Lower --max-num-seqs to the number of blocks or give the KV pool more memory.")
+def _mamba(ctx: Context) -> Iterator[Hit]:
+    for e in ctx.errors_with("exceeds available Mamba cache blocks"):
+        yield Hit(e, ctx.server.flag_loc("max_num_seqs"))
+
+
+@rule("parallelism-gpu-mismatch", "Parallelism differs from the GPUs requested", "error",
+      "vLLM needs tensor_parallel_size x pipeline_parallel_size GPUs; with fewer it fails to start, with more "
+      "the extra GPUs sit idle.",
+      "Request exactly tensor x pipeline parallel GPUs (per pod, or across a LeaderWorkerSet group).")
+def _parallelism(ctx: Context) -> Iterator[Hit]:
+    s = ctx.server
+    if s.gpu_count is None:
+        return
+    tp = int(s.flags.get("tensor_parallel_size") or 1)
+    pp = int(s.flags.get("pipeline_parallel_size") or 1)
+    have = s.gpu_count * s.pods
+    if tp * pp != have:
+        where = f"{s.gpu_count} per pod x {s.pods} pods" if s.pods > 1 else f"{s.gpu_count} requested"
+        yield Hit(f"tensor_parallel_size {tp} x pipeline_parallel_size {pp} = {tp * pp} GPUs, but {have} GPUs "
+                  f"are available ({where})", s.flag_locs.get("tensor_parallel_size") or s.gpu_loc)
+
+
+@rule("tp-heads-divisibility", "Tensor parallelism does not divide the heads", "error",
+      "vLLM splits attention (and KV, Mamba) heads evenly across tensor-parallel ranks and refuses sizes that do "
+      "not divide them.", "Choose a tensor_parallel_size that divides the model's attention heads.")
+def _tp(ctx: Context) -> Iterator[Hit]:
+    err = ctx.estimate_error or ""
+    if "divisible by tensor parallel size" in err or ("tensor parallel size" in err and "does not divide" in err):
+        yield Hit(err, ctx.server.flag_loc("tensor_parallel_size"))
+
+
+@rule("max-model-len-over-limit", "max_model_len above the model's limit", "error",
+      "A max_model_len longer than the model's derived context (max_position_embeddings and RoPE scaling) is "
+      "refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set, and then produces garbage past the limit.",
+      "Lower --max-model-len to the model's context length.")
+def _over_limit(ctx: Context) -> Iterator[Hit]:
+    for e in ctx.errors_with("User-specified max_model_len"):
+        if ctx.server.annotations.get("vllm-configurator.io/allow-long-max-model-len") != "true":
+            yield Hit(e.split(" To allow")[0], ctx.server.flag_loc("max_model_len"))
+
+
+@rule("invalid-flag", "A vLLM flag has a value vLLM rejects", "error",
+      "vLLM exits at argument parsing when a flag's value has the wrong type or is not one of its choices.",
+      "Fix the flag's value (see `vllm serve --help`).")
+def _invalid(ctx: Context) -> Iterator[Hit]:
+    for note in ctx.server.notes:
+        yield Hit(note)
+    err = ctx.estimate_error or ""
+    if err and not _tp_error(err) and ctx.model is not None and ctx.gpu is not None:
+        m = re.search(r"--([a-z0-9-]+)", err)
+        dest = m.group(1).replace("-", "_") if m else ""
+        yield Hit(err, ctx.server.flag_locs.get(dest))
+
+
+def _tp_error(err: str) -> bool:
+    return "divisible by tensor parallel size" in err or "does not divide" in err
+
+
+@rule("fp8-kv-unsupported", "fp8 KV cache on a GPU that cannot use it", "warning",
+      "An fp8 KV cache needs FP8 support in the attention backend; on older GPUs vLLM refuses it or falls back to "
+      "a slow path.", "Use --kv-cache-dtype auto on this GPU, or schedule the pod on an Ada, Hopper or Blackwell GPU.")
+def _fp8(ctx: Context) -> Iterator[Hit]:
+    kv = str(ctx.server.flags.get("kv_cache_dtype") or "auto")
+    if kv.startswith("fp8") and ctx.gpu is not None and getattr(ctx.gpu, "fp8_kv", "native") == "unsupported":
+        yield Hit(f"--kv-cache-dtype {kv} on {ctx.gpu.display_name}, which has no FP8 KV support in current vLLM",
+                  ctx.server.flag_loc("kv_cache_dtype"))
+
+
+@rule("concurrency-preempted", "Target concurrency does not fit at the typical length", "warning",
+      "With the workload's target concurrency the KV pool runs out and vLLM preempts requests (recomputes them), "
+      "which multiplies latency.", "Use fp8 KV, more GPUs, or lower --max-num-seqs to what the pool holds.")
+def _preempt(ctx: Context) -> Iterator[Hit]:
+    w = ctx.workload
+    if w is None or ctx.typical_capacity is None or ctx.estimate is None or not ctx.estimate.fits:
+        return
+    if ctx.typical_capacity < w.concurrency:
+        yield Hit(f"the KV pool holds {ctx.typical_capacity} requests of {w.typical_tokens:,} tokens; the workload "
+                  f"'{w.name}' runs {w.concurrency} at once", ctx.server.flag_loc("max_num_seqs"))
+
+
+@rule("shm-missing", "No /dev/shm for tensor parallelism", "warning",
+      "Tensor-parallel ranks in one pod exchange data through NCCL's shared-memory transport; the container "
+      "default /dev/shm of 64 MiB makes NCCL fail or fall back.",
+      "Mount an emptyDir with medium: Memory at /dev/shm (sizeLimit of a few GiB).")
+def _shm(ctx: Context) -> Iterator[Hit]:
+    s = ctx.server
+    tp = int(s.flags.get("tensor_parallel_size") or 1) * int(s.flags.get("pipeline_parallel_size") or 1)
+    if tp <= 1 or (s.gpu_count is not None and s.gpu_count <= 1):
+        return
+    if s.shm_bytes is None:
+        yield Hit(f"{tp} GPU ranks in the pod but no memory-backed /dev/shm is mounted", s.loc)
+    elif 0 < s.shm_bytes < SHM_MIN_BYTES:
+        yield Hit(f"/dev/shm is limited to {format_gib(s.shm_bytes)} GiB for {tp} ranks", s.shm_loc or s.loc)
+
+
+@rule("no-max-model-len", "No --max-model-len with a long default context", "warning",  # < 4 full-length requests
+      "Without --max-model-len vLLM uses the model's full context (often 128K-1M tokens); the pool then holds few "
+      "full-length requests and one long request can take it all.",
+      "Set --max-model-len to the longest request the service must take.")
+def _no_len(ctx: Context) -> Iterator[Hit]:
+    e = ctx.estimate
+    if "max_model_len" in ctx.server.flags or e is None or not e.fits:
+        return
+    if e.flags["max_model_len"] >= 32768 and e.kv_cache.max_concurrency < 4:
+        yield Hit(f"max_model_len defaults to {e.flags['max_model_len']:,}: the pool holds only "
+                  f"{e.kv_cache.max_concurrency:.2f} requests of that length", ctx.server.loc)
+
+
+@rule("gpu-memory-utilization", "GPU memory utilization leaves no margin", "warning",
+      "Above 0.95 the CUDA context, NCCL buffers and fragmentation do not fit beside vLLM's budget; on a shared GPU "
+      "vLLM refuses to start when the memory other processes hold exceeds 1 - utilization.",
+      "Keep --gpu-memory-utilization at or below 0.95, and on a shared GPU below the share left to vLLM.")
+def _util(ctx: Context) -> Iterator[Hit]:
+    u = ctx.server.flags.get("gpu_memory_utilization")
+    loc = ctx.server.flag_loc("gpu_memory_utilization")
+    if u is not None and u > 0.95:
+        yield Hit(f"--gpu-memory-utilization {u} leaves {1 - u:.0%} of the GPU for everything outside vLLM", loc)
+    for e in ctx.errors_with("Free memory on device"):
+        yield Hit(e, loc)
+
+
+@rule("gpu-type-unknown", "GPU type unknown: memory not checked", "info",
+      "Without the GPU type the memory budget cannot be checked.",
+      "Select the node by a GPU label (nvidia.com/gpu.product, cloud.google.com/gke-accelerator, an instance type), "
+      "annotate the object with vllm-configurator.io/gpu, or pass --gpu.")
+def _gpu_unknown(ctx: Context) -> Iterator[Hit]:
+    if ctx.gpu is None:
+        yield Hit("no GPU type in nodeSelector, node affinity, annotations or --gpu: the memory budget was not "
+                  "checked", ctx.server.loc)
+
+
+@rule("unknown-model", "Model unknown: memory not checked", "info",
+      "The model is neither built in nor in the local Hugging Face cache or --model-config, so its geometry is "
+      "unknown offline.", "Pass --model-config DIR with its config.json, or run with Hugging Face Hub access.")
+def _model_unknown(ctx: Context) -> Iterator[Hit]:
+    if ctx.model is None and ctx.model_error:
+        yield Hit(ctx.model_error, ctx.server.flag_loc("model"))
+
+
+@rule("startup-probe-too-short", "Probes kill the server before the weights load", "warning",
+      "The kubelet restarts a container whose startup (or liveness) probe fails for longer than its budget; "
+      "loading the weights, compiling and capturing CUDA graphs take minutes on large models.",
+      "Add a startupProbe on /health with failureThreshold x periodSeconds above the loading time.")
+def _probe(ctx: Context) -> Iterator[Hit]:
+    s, e = ctx.server, ctx.estimate
+    if s.startup_budget_s is None or e is None:
+        return
+    need = int(e.memory.weights_bytes / LOAD_RATE_BYTES_PER_S) + COMPILE_AND_GRAPHS_S
+    if s.startup_budget_s < need:
+        yield Hit(f"the probes allow {s.startup_budget_s} s before a restart; loading "
+                  f"{format_gib(e.memory.weights_bytes)} GiB of weights per GPU and compiling takes about {need} s",
+                  s.probe_loc)
+
+
+@rule("duplicate-flag", "A flag is given more than once", "warning",
+      "vLLM takes the last occurrence of a repeated flag, so an earlier value (for example a Helm value overridden "
+      "by extraArgs) is silently ignored.", "Give each flag once.")
+def _dup(ctx: Context) -> Iterator[Hit]:
+    for dest, locs in ctx.server.repeated.items():
+        lines = ", ".join(str(loc.line) for loc in locs)
+        yield Hit(f"--{dest.replace('_', '-')} is given {len(locs)} times (lines {lines}); vLLM uses the last: "
+                  f"{ctx.server.flags[dest]}", locs[-1])

