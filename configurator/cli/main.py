@@ -34,6 +34,7 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from configurator.cli.admission import audit_cmd, review_cmd, webhook_cmd
     from configurator.cli.calibrate import calibrate_cmd
     from configurator.cli.check import check_cmd
     from configurator.cli.estimate import estimate_cmd
@@ -44,6 +45,9 @@ def _register() -> None:
     cli.add_command(calibrate_cmd)
     cli.add_command(plan_cmd)
     cli.add_command(check_cmd)
+    cli.add_command(review_cmd)
+    cli.add_command(webhook_cmd)
+    cli.add_command(audit_cmd)
     cli.add_command(gpus_cmd)
 
 
@@ -61,4 +65,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
+    main()
+
+
+def kubectl_plugin() -> None:
+    """`kubectl vllm-check ...` (executable kubectl-vllm_check): the same as `vllm-configurator check ...`."""
+    sys.argv = ["kubectl vllm-check", "check", *sys.argv[1:]]
     main()
