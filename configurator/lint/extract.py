@@ -66,6 +66,7 @@ class Server:
     startup_budget_s: int | None = None  # seconds the probes allow before a kill
     probe_loc: Loc | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # the container's literal env (VLLM_* change behaviour)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -338,6 +339,7 @@ def extract(docs: list[Document]) -> list[Server]:
                            object_loc=doc.loc(()), image=c.get("image"), pods=group,
                            annotations=_annotations(data, pod_meta if isinstance(pod_meta, dict) else None))
                 env = _env(c)
+                s.env = env
                 tokens = _tokens(doc, cpath, c, env)
                 _apply_tokens(s, tokens)
                 if "config" not in s.flags:

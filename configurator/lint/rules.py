@@ -147,9 +147,10 @@ def _tp(ctx: Context) -> Iterator[Hit]:
       "refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set, and then produces garbage past the limit.",
       "Lower --max-model-len to the model's context length.")
 def _over_limit(ctx: Context) -> Iterator[Hit]:
+    if ctx.server.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true"):
+        return  # vLLM then accepts it (and the model extrapolates past its training length)
     for e in ctx.errors_with("User-specified max_model_len"):
-        if ctx.server.annotations.get("vllm-configurator.io/allow-long-max-model-len") != "true":
-            yield Hit(e.split(" To allow")[0], ctx.server.flag_loc("max_model_len"))
+        yield Hit(e.split(" To allow")[0], ctx.server.flag_loc("max_model_len"))
 
 
 @rule("invalid-flag", "A vLLM flag has a value vLLM rejects", "error",

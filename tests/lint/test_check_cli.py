@@ -181,3 +181,19 @@ def test_large_file_is_checked(run_cli, tmp_path):
 def test_missing_path_is_a_usage_error(run_cli, tmp_path):
     res = run_cli("check", str(tmp_path / "nope.yaml"))
     assert res.exit_code == 2 and "nope.yaml" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_model_config_dir_adds_local_models(run_cli, tmp_path):
+    import shutil
+
+    models = tmp_path / "models"
+    models.mkdir()
+    src = ROOT / "profiles" / "models" / "Qwen__Qwen3-8B.json"
+    (models / "acme__internal-model-7b.json").write_text(json.dumps(json.loads(src.read_text())["config"]))
+    f = tmp_path / "m.yaml"
+    shutil.copy(CORPUS / "unknown-model.yaml", f)
+    plain = json.loads(run_cli("check", str(f), "--format", "json").stdout)
+    assert plain["servers"][0]["verdict"] == "not-checked"
+    withdir = json.loads(run_cli("check", str(f), "--model-config", str(models), "--format", "json").stdout)
+    assert withdir["servers"][0]["verdict"] == "fits"
+    assert not any(x["rule"] == "unknown-model" for x in withdir["findings"])
