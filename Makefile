@@ -8,10 +8,14 @@ test:  ## install the test dependencies and run the test suite
 lint:
 	$(PYTHON) -m ruff check .
 
-schemas:
+schemas:  ## everything generated from the code: JSON Schemas, the chart's schema and values, rule docs
 	$(PYTHON) scripts/gen_schemas.py
+	$(PYTHON) scripts/gen_chart_schema.py
+	$(PYTHON) scripts/gen_rules_doc.py
 
 bench:
 	$(PYTHON) benchmarks/kv_reproduction.py
 	$(PYTHON) benchmarks/cold_start.py
 	$(PYTHON) benchmarks/plan_speed.py
+	$(PYTHON) benchmarks/check_speed.py
+	$(PYTHON) benchmarks/webhook_load.py

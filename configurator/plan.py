@@ -4,7 +4,8 @@ given a GPU count, the parallelism) that vLLM accepts and that carry a workload;
 A pure search over candidates, each judged by `estimate` (the same memory core, release and
 calibration). Preference order, first to last, documented in docs/plan.md:
 
-1. parallelism: for `--gpus N`, tensor parallelism within the N GPUs before pipeline stages;
+1. parallelism: for `--gpus N`, tensor parallelism within a node (`--gpus-per-node`, 8) and as wide as
+   the heads allow, pipeline stages across nodes;
 2. full-precision KV before fp8 when both carry the workload; fp8 only where the GPU supports it;
 3. the lowest utilization that carries it, from 0.90 up to 0.95 (never 0.98: the margin holds the
    CUDA context, NCCL and fragmentation);
@@ -110,6 +111,7 @@ class PlanRequest:
     pipeline_parallel_size: int | None = None
     quantization: str | None = None
     entry: str = "server"
+    gpus_per_node: int = 8  # tensor parallelism stays within a node when it can
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ def _parallel_options(model: ModelSpec, req: PlanRequest) -> list[tuple[int, int
         if any(g.mamba is not None and g.mamba.num_heads and g.mamba.num_heads % tp for g in model.layers):
             continue
         out.append((tp, pp))
+    # tensor parallelism within a node (NVLink) first; pipeline stages across nodes (vLLM's advice)
+    out.sort(key=lambda o: (o[0] > req.gpus_per_node, o[1]))
     if not out:
         raise InputError(f"{req.gpus} GPUs cannot be split into tensor x pipeline parallelism for this model "
                          f"({model.num_attention_heads} attention heads, {model.num_hidden_layers} layers)")

@@ -1,1 +1,2 @@
-"""Emitters: a plan's flags as `vllm serve` arguments (later Helm values and manifests); pure functions."""
+"""Emitters, pure functions of a plan: `vllm serve` arguments, Helm values for charts/vllm and for
+vllm-project/production-stack, and plain Kubernetes manifests."""

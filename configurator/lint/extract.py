@@ -113,32 +113,37 @@ def _expand(text: str, env: dict[str, str]) -> str:
     return _VAR.sub(sub, text)
 
 
-def _tokens(doc: Document, cpath: tuple, container: dict, env: dict[str, str]) -> list[Token]:
-    """The container's command + args as tokens, each with the line it came from."""
-    out: list[Token] = []
+def _tokens(doc: Document, cpath: tuple, container: dict, env: dict[str, str]) -> list[Token] | None:
+    """The container's command + args as tokens, each with the line it came from; None when a shell
+    script in it runs no vLLM server (an LWS worker joining Ray, say)."""
+    items: list[Token] = []
+    styles: list[str] = []
     for key in ("command", "args"):
-        items = container.get(key)
-        if isinstance(items, str):
-            items = [items]
-        if not isinstance(items, list):
-            continue
-        for i, item in enumerate(items):
-            ipath = (*cpath, key, i) if isinstance(container.get(key), list) else (*cpath, key)
-            loc = doc.loc(ipath)
-            text = _expand(str(item), env)
-            prev = [t.text for t in out[-2:]]
-            after_sh_c = prev[-1:] == ["-c"] and bool(prev[:1]) and prev[0].rsplit("/", 1)[-1] in ("sh", "bash", "zsh")
-            if after_sh_c or ("vllm" in text and " " in text.strip() and not text.startswith("-")):
-                out += _shell_tokens(text, loc, doc.style(ipath))
-            else:
-                out.append(Token(text, loc))
-    # drop the shell wrapper itself
-    while out and (out[0].text.rsplit("/", 1)[-1] in ("sh", "bash", "zsh") or out[0].text == "-c"):
-        out.pop(0)
+        value = container.get(key)
+        for i, item in enumerate(value if isinstance(value, list) else ([value] if isinstance(value, str) else [])):
+            ipath = (*cpath, key, i) if isinstance(value, list) else (*cpath, key)
+            items.append(Token(_expand(str(item), env), doc.loc(ipath)))
+            styles.append(doc.style(ipath))
+    shells = ("sh", "bash", "zsh", "dash")
+    if len(items) >= 3 and items[0].text.rsplit("/", 1)[-1] in shells and items[1].text == "-c":
+        tokens = _shell_tokens(items[2].text, items[2].loc, styles[2])
+        if tokens is None:
+            return None
+        positional = items[4:]  # items[3] is $0; "$@" is what follows it
+        out: list[Token] = []
+        for t in tokens:
+            out += positional if t.text in ("$@", "$*") else [t]
+        return out
+    out = []
+    for t, style in zip(items, styles, strict=True):
+        if "vllm" in t.text and " " in t.text.strip() and not t.text.startswith("-"):
+            out += _shell_tokens(t.text, t.loc, style) or []
+        else:
+            out.append(t)
     return out
 
 
-def _shell_tokens(text: str, loc: Loc, style: str) -> list[Token]:
+def _shell_tokens(text: str, loc: Loc, style: str) -> list[Token] | None:
     """Split a shell script into the tokens of its vLLM command (the last `cmd; cmd && cmd` segment that
     runs vLLM); a token's line is the string's line plus the newlines before it (block scalars)."""
     joined = text.replace("\\\n", "  ")
@@ -155,9 +160,11 @@ def _shell_tokens(text: str, loc: Loc, style: str) -> list[Token]:
             segments.append([])
         else:
             segments[-1].append(w)
-    runs_vllm = [seg for seg in segments if any("vllm" in w and ("serve" in seg or "vllm.entrypoints" in w)
+    runs_vllm = [seg for seg in segments if any(w.rsplit("/", 1)[-1] == "vllm" or "vllm.entrypoints" in w
                                                 for w in seg)]
-    chosen = runs_vllm[-1] if runs_vllm else max(segments, key=len)
+    if not runs_vllm:
+        return None
+    chosen = runs_vllm[-1]
     start = 0
     for seg in segments:  # where the chosen segment begins in the text
         if seg is chosen:
@@ -304,6 +311,9 @@ def extract(docs: list[Document]) -> list[Server]:
         if isinstance(data.get("servingEngineSpec"), dict):
             out += _production_stack(doc, data)
             continue
+        if "kind" not in data and isinstance(data.get("vllm"), dict) and isinstance(data.get("model"), dict):
+            out.append(_chart_values(doc, data))
+            continue
         kind = str(data.get("kind") or "")
         meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
         pods: list[tuple[tuple, int]] = []
@@ -341,6 +351,8 @@ def extract(docs: list[Document]) -> list[Server]:
                 env = _env(c)
                 s.env = env
                 tokens = _tokens(doc, cpath, c, env)
+                if tokens is None:
+                    continue
                 _apply_tokens(s, tokens)
                 if "config" not in s.flags:
                     for t, nxt in itertools.pairwise(tokens):
@@ -418,6 +430,58 @@ def _production_stack(doc: Document, data: dict) -> list[Server]:
         s.gpu_labels_loc = doc.loc((*p, "nodeSelectorTerms")) if terms else None
         out.append(s)
     return out
+
+
+def _chart_values(doc: Document, data: dict) -> Server:
+    """A values file of this project's charts/vllm (configurator/emit/values_model.py)."""
+    from configurator.units import parse_size
+
+    img = data.get("image") if isinstance(data.get("image"), dict) else {}
+    s = Server(file=doc.file, kind="charts/vllm values", namespace=None,
+               name=str(data.get("fullnameOverride") or "release"), container="vllm", loc=doc.loc(("vllm",)),
+               object_loc=doc.loc(()), image=f"{img.get('repository', 'vllm/vllm-openai')}:{img.get('tag', 'latest')}",
+               annotations={str(k): str(v) for k, v in (data.get("podAnnotations") or {}).items()})
+    if data["model"].get("name"):
+        s.flags["model"] = data["model"]["name"]
+        s.flag_locs["model"] = doc.loc(("model", "name"))
+    for key, value in data["vllm"].items():
+        dest = re.sub(r"([A-Z])", r"_\1", str(key)).lower()
+        flag = BY_DEST.get(dest)
+        if flag is None or value is None:
+            continue
+        try:
+            s.flags[dest] = convert(flag, value)
+        except InputError as e:
+            s.notes.append(f"vllm.{key}: {e}")
+            continue
+        s.flag_locs[dest] = doc.loc(("vllm", key))
+    extra = data.get("extraArgs")
+    if isinstance(extra, list):
+        _apply_tokens(s, [Token(str(t), doc.loc(("extraArgs", j))) for j, t in enumerate(extra)])
+    s.gpu_count = int(data.get("gpusPerNode") or 1)
+    s.pods = int(data.get("nodes") or 1)
+    s.gpu_resource = str((data.get("gpu") or {}).get("resource") or "nvidia.com/gpu")
+    s.gpu_loc = doc.loc(("gpusPerNode",))
+    gpu = data.get("gpu") if isinstance(data.get("gpu"), dict) else {}
+    if isinstance(data.get("nodeSelector"), dict) and data["nodeSelector"]:
+        s.gpu_labels = {str(k): [str(v)] for k, v in data["nodeSelector"].items()}
+        s.gpu_labels_loc = doc.loc(("nodeSelector",))
+    elif gpu.get("products"):
+        s.gpu_labels = {str(gpu.get("productLabel") or "nvidia.com/gpu.product"): [str(x) for x in gpu["products"]]}
+        s.gpu_labels_loc = doc.loc(("gpu", "products"))
+    shm = data.get("shm") if isinstance(data.get("shm"), dict) else {}
+    try:
+        s.shm_bytes = parse_size(str(shm.get("sizeLimit", "0")).replace("Gi", "GiB").replace("Mi", "MiB"),
+                                 what="shm.sizeLimit")
+    except InputError:
+        s.shm_bytes = 0
+    s.shm_loc = doc.loc(("shm",))
+    startup = ((data.get("probes") or {}).get("startup") or {}) if isinstance(data.get("probes"), dict) else {}
+    if startup:
+        s.startup_budget_s = int(startup.get("initialDelaySeconds", 0)) + \
+            int(startup.get("failureThreshold", 3)) * int(startup.get("periodSeconds", 10))
+        s.probe_loc = doc.loc(("probes", "startup"))
+    return s
 
 
 __all__ = ["Server", "extract", "gpu_from_labels"]

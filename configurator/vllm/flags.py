@@ -1,7 +1,8 @@
 """The one table of vLLM flags that change memory: CLI spelling, type, Helm value path.
 
-It drives the `estimate` options, the parser that reads a `vllm serve ...` command back, and
-(later) the Helm emitter. Defaults are version-dependent and live in configurator.vllm.defaults.
+It drives the `estimate` options, the parser that reads a `vllm serve ...` command back (from a
+command line, a manifest or Helm values), the `vllm serve` emitter and the chart's typed values.
+Defaults are version-dependent and live in configurator.vllm.defaults.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def parse_tokens(tokens: list[str]) -> tuple[list[tuple[str, Any, int]], list[st
     start = 0
     # skip a leading launcher: vllm serve | python -m vllm.entrypoints.openai.api_server
     while start < len(tokens) and not tokens[start].startswith("-") and (
-            tokens[start].rsplit("/", 1)[-1] in LAUNCHERS or tokens[start] == "serve"
+            tokens[start].rsplit("/", 1)[-1] in LAUNCHERS or tokens[start] in ("serve", "exec")
             or tokens[start].startswith("vllm.entrypoints")):
         start += 1
     if tokens[start:start + 1] == ["-m"]:

@@ -1,0 +1,47 @@
+"""charts/vllm-configurator-webhook: helm lint, and rendered objects valid against Kubernetes' schemas."""
+
+import pytest
+import yaml
+
+from tests.emit_support import ROOT, helm, validate_object
+
+CHART = ROOT / "charts" / "vllm-configurator-webhook"
+
+
+def _render(*args: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all(helm("template", "adm", str(CHART), "-n", "vllm-system", *args).stdout) if d]
+
+
+def test_lint():
+    helm("lint", "--strict", str(CHART))
+
+
+@pytest.mark.parametrize("args", [(), ("--set", "tls.certManager.enabled=true"),
+                                  ("--set", "onError=warn", "--set", "webhook.failurePolicy=Fail")])
+def test_renders_valid_objects(args):
+    objs = _render(*args)
+    kinds = sorted(o["kind"] for o in objs)
+    assert {"Deployment", "Service", "PodDisruptionBudget", "ValidatingWebhookConfiguration"} <= set(kinds)
+    for o in objs:
+        if o["apiVersion"].startswith("cert-manager.io/"):
+            continue  # a CRD: its schema is cert-manager's, not Kubernetes'
+        validate_object(o)
+    hook = next(o for o in objs if o["kind"] == "ValidatingWebhookConfiguration")["webhooks"][0]
+    assert hook["sideEffects"] == "None" and hook["admissionReviewVersions"] == ["v1"]
+    assert hook["clientConfig"]["service"]["path"] == "/validate"
+    excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
+    assert "vllm-system" in excluded and "kube-system" in excluded
+    dep = next(o for o in objs if o["kind"] == "Deployment")
+    assert dep["spec"]["replicas"] == 2
+    if "tls.certManager.enabled=true" in args:
+        assert "caBundle" not in hook["clientConfig"]
+        assert next(o for o in objs if o["kind"] == "ValidatingWebhookConfiguration")["metadata"]["annotations"][
+            "cert-manager.io/inject-ca-from"] == "vllm-system/adm-vllm-configurator-webhook"
+    else:
+        assert hook["clientConfig"]["caBundle"]
+        assert any(o["kind"] == "Secret" and o["type"] == "kubernetes.io/tls" for o in objs)
+
+
+def test_wrong_values_are_refused():
+    bad = helm("template", "adm", str(CHART), "--set", "onError=maybe", check=False)
+    assert bad.returncode != 0 and "onError" in bad.stderr
