@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _timing import median_process
 
 MODELS = ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "mistralai/Mistral-7B-Instruct-v0.3",
           "openai/gpt-oss-20b", "Qwen/Qwen3.6-27B-FP8", "google/gemma-2-9b-it", "meta-llama/Llama-3.3-70B-Instruct"]
@@ -76,12 +75,7 @@ spec:
 
 
 def _time(cmd: list[str], runs: int = 1) -> float:
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+    return median_process(cmd, runs)
 
 
 def main() -> int:

@@ -9,19 +9,9 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
-import subprocess
 import sys
-import time
 
-
-def _time(cmd: list[str], runs: int) -> float:
-    samples = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+from _timing import median_process as _time
 
 
 def main() -> int:

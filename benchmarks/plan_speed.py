@@ -8,23 +8,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import subprocess
 import sys
-import time
+
+from _timing import median_call as _median
 
 from configurator.estimate import EstimateRequest, estimate
 from configurator.plan import PlanRequest, plan
 from configurator.workloads import load_workload
-
-
-def _median(fn, runs: int) -> float:
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
 
 
 def main() -> int:

@@ -105,15 +105,8 @@ def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, str
     Same formats and exit codes as `check`.
     """
     from configurator.admission.audit import audit
-    from configurator.report.check_formats import FORMATS
+    from configurator.cli.check import finish
 
     opts, cfg = _options(config_path, gpu)
-    report = audit(opts, context=context, namespace=namespace, in_cluster=in_cluster)
-    if output:
-        with open(output, "w", encoding="utf-8") as f:
-            FORMATS[fmt](report, f)
-    else:
-        FORMATS[fmt](report, sys.stdout)
-    worst = report.worst()
-    failed = worst == "error" or (worst == "warning" and (strict or cfg.strict))
-    sys.exit(int(ExitCode.FAIL if failed else ExitCode.OK))
+    finish(audit(opts, context=context, namespace=namespace, in_cluster=in_cluster), fmt, output,
+           strict or cfg.strict)

@@ -57,7 +57,6 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, fmt
     """
     from configurator.lint.engine import Options, evaluate
     from configurator.lint.load import load
-    from configurator.report.check_formats import FORMATS
 
     cfg = _config(config_path)
     stdin = None
@@ -72,12 +71,21 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, fmt
     opts = Options(gpu=gpu or cfg.gpu, workload=workload or cfg.workload,
                    vllm_version=vllm_version or cfg.vllm_version,
                    model_config_dirs=tuple(model_config) + tuple(cfg.model_config_dirs), severities=dict(cfg.rules))
-    report = evaluate(docs, problems, opts)
+    finish(evaluate(docs, problems, opts), fmt, output, strict or cfg.strict)
+
+
+def finish(report, fmt: str, output: str | None, strict: bool) -> None:
+    """Render a CheckReport (to --output or stdout) and exit as `check` does (shared with `audit`)."""
+    from configurator.report.check_formats import FORMATS
+
     if output:
-        with open(output, "w", encoding="utf-8") as f:
-            FORMATS[fmt](report, f)
+        try:
+            with open(output, "w", encoding="utf-8") as f:
+                FORMATS[fmt](report, f)
+        except OSError as e:
+            raise InputError(f"{output}: cannot write ({e.strerror})") from None
     else:
         FORMATS[fmt](report, sys.stdout)
     worst = report.worst()
-    failed = worst == "error" or (worst == "warning" and (strict or cfg.strict))
+    failed = worst == "error" or (worst == "warning" and strict)
     sys.exit(int(ExitCode.FAIL if failed else ExitCode.OK))
