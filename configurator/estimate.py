@@ -405,9 +405,10 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         derivation.append(f"block size {block_size}: {bs_reason}")
     derivation[len(derivation):] = explain_kv(model, rank.specs, kv, tp, max_len, max_num_seqs,
                                                grows, window_bytes, state)
+    given = [name for name, v in (("max_num_seqs", seqs_user), ("max_num_batched_tokens", mnbt_user)) if v is None]
     derivation.insert(0, f"max_model_len {max_len:,} ({'user' if user_len not in (None, -1) else derived.why}); "
-                         f"max_num_seqs {max_num_seqs}, max_num_batched_tokens {mnbt:,} "
-                         f"({'defaults for ' + bd.tier if seqs_user is None or mnbt_user is None else 'user'})")
+                         f"max_num_seqs {max_num_seqs}, max_num_batched_tokens {mnbt:,}"
+                         + (f" ({' and '.join(given)}: vLLM's default for {bd.tier})" if given else ""))
     if model.quant.kv_cache_dtype is None and kv.is_fp8 and gpu.fp8_kv == "unsupported":
         warnings.append(f"{gpu.display_name} does not support an fp8 KV cache in current vLLM")
     fits = not errors
