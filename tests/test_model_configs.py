@@ -38,5 +38,6 @@ def test_enough_builtin_profiles_across_families():
     assert len(names) >= 40
     for family in ("llama-2", "llama-3", "llama-4", "qwen2", "qwen2.5", "qwen3-", "qwen3.5", "qwen3.6",
                    "mistral", "mixtral", "gpt-oss", "deepseek-v3", "deepseek-r1", "distill", "kimi",
-                   "gemma-2", "gemma-3", "gemma-4", "phi", "glm", "nemotron", "llava", "granite", "-awq", "gptq", "fp8"):
+                   "gemma-2", "gemma-3", "gemma-4", "phi", "glm", "nemotron", "llava", "granite", "-awq", "gptq",
+                   "fp8"):
         assert any(family in n for n in names), family
