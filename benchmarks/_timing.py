@@ -21,3 +21,12 @@ def median_process(cmd: list[str], runs: int) -> float:
     """Median seconds of `cmd` run as a fresh process, output discarded."""
     return median_call(lambda: subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                               check=False), runs)
+
+
+def tool_command() -> list[str]:
+    """How to run the CLI as a user would: the installed script, else the module."""
+    import shutil
+    import sys
+
+    exe = shutil.which("vllm-configurator")
+    return [exe] if exe else [sys.executable, "-m", "configurator.cli.main"]

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _timing import median_process
+from _timing import median_process, tool_command
 
 MODELS = ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "mistralai/Mistral-7B-Instruct-v0.3",
           "openai/gpt-oss-20b", "Qwen/Qwen3.6-27B-FP8", "google/gemma-2-9b-it", "meta-llama/Llama-3.3-70B-Instruct"]
@@ -82,8 +82,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=2000)
     a = ap.parse_args()
-    exe = shutil.which("vllm-configurator")
-    tool = [exe] if exe else [sys.executable, "-m", "configurator.cli.main"]
+    tool = tool_command()
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
         for i in range(a.files):

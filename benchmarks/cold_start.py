@@ -8,18 +8,17 @@ same run.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 
 from _timing import median_process as _time
+from _timing import tool_command
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     a = ap.parse_args()
-    exe = shutil.which("vllm-configurator")
-    tool = [exe] if exe else [sys.executable, "-m", "configurator.cli.main"]
+    tool = tool_command()
     base = _time([sys.executable, "-c", "pass"], a.runs)
     cases = {
         "estimate (text)": [*tool, "estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "a100-80gb"],

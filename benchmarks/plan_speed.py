@@ -7,11 +7,11 @@ Usage: python benchmarks/plan_speed.py [--runs 5]
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 
 from _timing import median_call as _median
+from _timing import tool_command
 
 from configurator.estimate import EstimateRequest, estimate
 from configurator.plan import PlanRequest, plan
@@ -30,8 +30,7 @@ def main() -> int:
                                               workload=load_workload("long-context"))), a.runs)
     infeasible = _median(lambda: plan(PlanRequest(model="meta-llama/Llama-3.3-70B-Instruct", gpu="l4",
                                                   workload=load_workload("long-context"))), a.runs)
-    exe = shutil.which("vllm-configurator")
-    cli = [exe] if exe else [sys.executable, "-m", "configurator.cli.main"]
+    cli = tool_command()
     cmd = [*cli, "plan", "--model", "meta-llama/Llama-3.3-70B-Instruct", "--gpu", "h100", "--gpus", "8",
            "--workload", "agentic-coding"]
     cold = _median(lambda: subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False), a.runs)

@@ -16,16 +16,17 @@ from pydantic import BaseModel, Field
 from configurator.calibration import Calibration, overhead_scale
 from configurator.errors import InputError
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu
-from configurator.memory.build import build_rank_specs, pp_layer_split
+from configurator.memory.build import build_rank_specs, kv_heads_per_rank, pp_layer_split
 from configurator.memory.capacity import CapacityRules, Worker, fit_check, kv_capacity
 from configurator.memory.groups import KVCacheLayout, build_layout
-from configurator.memory.kv_dtype import KV_DTYPES, MODEL_DTYPE_KV, KVDtype
+from configurator.memory.kv_dtype import DTYPE_BYTES, KV_DTYPES, MODEL_DTYPE_KV, KVDtype
 from configurator.memory.kv_specs import MambaSpec, RequestLimits
 from configurator.memory.overheads import OverheadCoefficients, estimate_overheads
 from configurator.memory.weights import weight_bytes
+from configurator.model.hf_config import DSA_MODEL_TYPES
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
-from configurator.units import GiB, MiB, cdiv, format_gib
+from configurator.units import GiB, MiB, cdiv, format_gib, human_bytes
 from configurator.vllm import messages
 from configurator.vllm.defaults import batch_defaults, derived_max_model_len
 from configurator.vllm.overhead_data import coefficients_for
@@ -158,7 +159,7 @@ def _kv_dtype(name: str, model: ModelSpec, dtype: str) -> KVDtype:
 
 def _mla_block_size(b: Behaviour, gpu: GPU, kv: KVDtype, model: ModelSpec) -> tuple[int, str]:
     """Default block size of the MLA backend vLLM picks (see docs/vllm-versions.md)."""
-    if model.model_type in ("deepseek_v32", "glm_moe_dsa"):
+    if model.model_type in DSA_MODEL_TYPES:
         return 64, "sparse-MLA backend (64)"
     sm = gpu.sm
     if sm >= 100:
@@ -257,12 +258,12 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         block_size = 16
     mamba_conv = _state_bytes(f.get("mamba_cache_dtype"), dtype)
     mamba_ssm = _state_bytes(f.get("mamba_ssm_cache_dtype"), None) or mamba_conv
-    if f.get("mamba_ssm_cache_dtype") in (None, "auto") and model.model_type == "nemotron_h":
-        mamba_ssm = 4 if b.hybrid_align == "kernel" else 2  # float32 from 0.20, float16 before
+    if f.get("mamba_ssm_cache_dtype") in (None, "auto") and model.model_type == "nemotron_h" \
+            and b.nemotron_h_ssm_dtype != "model":
+        mamba_ssm = DTYPE_BYTES[b.nemotron_h_ssm_dtype]  # Nemotron-H's own default for its SSM state
     prefix_default = not model.has_mamba or b.hybrid_prefix_caching
     prefix = f.get("enable_prefix_caching", prefix_default) is not False and (
-        model.has_mamba is False or b.version not in ("0.10.0", "0.10.1", "0.10.1.1", "0.10.2",
-                                                          "0.11.0", "0.11.1", "0.11.2"))
+        not model.has_mamba or b.hybrid_prefix_caching_supported)
     align_mode = model.has_mamba and prefix and not (b.mamba_all_mode and not _is_gdn(model))
     kernel_block = 16
     if align_mode and b.mamba_checkpoint_block and _is_gdn(model) and gpu.sm == 90:
@@ -484,8 +485,6 @@ def _cal_weights(cal: Calibration, model: ModelSpec, b: Behaviour, dtype: str) -
 
 
 def _sz(n: float) -> str:
-    from configurator.units import human_bytes
-
     return human_bytes(n)
 
 
@@ -542,17 +541,14 @@ def explain_kv(model: ModelSpec, specs: tuple, kv: KVDtype, tp: int, max_len: in
     attn_layers = [g for g in model.layers if g.kind != "mamba"]
     if len(attn_layers) < n_total and attn_layers and model.layers_of("full"):
         g0 = model.layers_of("full")[0]
-        naive = 2 * n_total * kv_heads_per_rank_of(g0, tp) * g0.head_size * elem
+        heads0 = kv_heads_per_rank(g0.num_kv_heads, tp)
+        naive = 2 * n_total * heads0 * g0.head_size * elem
         if naive > grows > 0:
-            lines.append(f"why not 2 x {n_total} layers x ({kv_heads_per_rank_of(g0, tp)} x {g0.head_size}) x "
+            lines.append(f"why not 2 x {n_total} layers x ({heads0} x {g0.head_size}) x "
                          f"{elem:g} B = {int(naive):,} B per token: only {len(model.layers_of('full'))} of "
                          f"{n_total} layers keep per-token KV; the naive formula overstates it "
                          f"{naive / grows:.1f}x")
     return lines
-
-
-def kv_heads_per_rank_of(g, tp: int) -> int:
-    return max(1, g.num_kv_heads // tp)
 
 
 def _is_gdn(model: ModelSpec) -> bool:
@@ -560,13 +556,13 @@ def _is_gdn(model: ModelSpec) -> bool:
 
 
 def _state_bytes(name: Any, default_dtype: str | None) -> int:
+    """--mamba-cache-dtype / --mamba-ssm-cache-dtype -> element bytes; 'auto' follows default_dtype."""
     n = str(name or "auto").lower()
     if n == "auto":
-        return {"float32": 4, "float16": 2, "bfloat16": 2}.get(default_dtype or "", 0)
-    table = {"float32": 4, "fp32": 4, "float16": 2, "half": 2, "bfloat16": 2, "fp8": 1}
-    if n not in table:
+        return DTYPE_BYTES.get(default_dtype or "", 0)
+    if n not in DTYPE_BYTES:
         raise InputError(f"unknown mamba cache dtype '{name}' (auto, float32, float16, bfloat16)")
-    return table[n]
+    return DTYPE_BYTES[n]
 
 
 def _auto_fit(layout: KVCacheLayout, workers: list[Worker], limits: RequestLimits,

@@ -12,10 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 from configurator.emit.values_model import (
     ChartValues,
@@ -33,24 +30,15 @@ from configurator.emit.values_model import (
     camel,
 )
 from configurator.errors import InputError
-from configurator.units import GiB, MiB
+from configurator.startup import WEIGHT_LOAD_BYTES_PER_S, StartupTime, startup_time
+from configurator.units import GiB
 
 if TYPE_CHECKING:
     from configurator.plan import PlanResult
 
 DEFAULT_GPUS_PER_NODE = 8  # the usual HGX / DGX node; a plan with more GPUs spans nodes
 
-# ---- the start-up budget (docs/helm.md, "The start-up budget") ----------------------------------
-# Download and load rate of the weights on a first start: a conservative 200 MiB/s (about 1.7 Gbit/s
-# from the Hugging Face Hub). A warm cache on local NVMe or a PVC loads 5-10x faster; a slower link
-# only costs a restart, which keeps the pod's emptyDir and resumes the download.
-WEIGHT_LOAD_BYTES_PER_S = 200 * MiB
-# Container start, imports, engine and KV-cache initialisation, the memory-profiling run.
-STARTUP_FIXED_S = 120
-# torch.compile and CUDA-graph capture with cold caches (none with --enforce-eager).
-COMPILE_AND_GRAPHS_S = 240
-# The leader's Ray head waiting for every worker pod to join (LeaderWorkerSet only).
-RAY_CLUSTER_S = 120
+# ---- the start-up budget (docs/helm.md, "The start-up budget"; the time model: configurator.startup)
 PROBE_PERIOD_S = 10
 MIN_STARTUP_FAILURES = 30  # never less than 5 minutes
 
@@ -91,20 +79,11 @@ class Shape:
 
 
 @dataclass(frozen=True)
-class StartupBudget:
+class StartupBudget(StartupTime):
     """How long a first start may take before the startup probe gives up, and why."""
 
-    download_bytes: int  # the checkpoint every pod downloads and loads
-    load_s: int  # download_bytes / rate
-    fixed_s: int
-    compile_s: int
-    multi_node_s: int
     period_s: int
     failure_threshold: int
-
-    @property
-    def total_s(self) -> int:
-        return self.fixed_s + self.load_s + self.compile_s + self.multi_node_s
 
 
 @dataclass(frozen=True)
@@ -145,27 +124,12 @@ def startup_budget(plan: PlanResult, opts: DeployOptions | None = None) -> Start
     opts = opts or DeployOptions()
     if opts.weight_load_bytes_per_s <= 0:
         raise InputError("the weight load rate must be positive")
-    download = checkpoint_bytes(plan)
-    load_s = math.ceil(download / opts.weight_load_bytes_per_s)
-    compile_s = 0 if plan.flags.get("enforce_eager") else COMPILE_AND_GRAPHS_S
-    multi = RAY_CLUSTER_S if shape(plan.gpus, opts.gpus_per_node).nodes > 1 else 0
-    total = STARTUP_FIXED_S + load_s + compile_s + multi
-    return StartupBudget(download_bytes=download, load_s=load_s, fixed_s=STARTUP_FIXED_S, compile_s=compile_s,
-                         multi_node_s=multi, period_s=PROBE_PERIOD_S,
-                         failure_threshold=max(MIN_STARTUP_FAILURES, math.ceil(total / PROBE_PERIOD_S)))
-
-
-@cache
-def _catalog_entry(name: str) -> dict:
-    # GPU (configurator.hardware.catalog) does not carry its node-label values; read the profile
-    from configurator.resources import data_path
-
-    for path in sorted(data_path("profiles", "gpus").glob("*.yaml")):
-        with open(path, encoding="utf-8") as f:
-            entry = yaml.safe_load(f)
-        if isinstance(entry, dict) and entry.get("name") == name:
-            return entry
-    return {}
+    t = startup_time(checkpoint_bytes(plan), enforce_eager=bool(plan.flags.get("enforce_eager")),
+                     multi_node=shape(plan.gpus, opts.gpus_per_node).nodes > 1,
+                     rate_bytes_per_s=opts.weight_load_bytes_per_s)
+    return StartupBudget(download_bytes=t.download_bytes, load_s=t.load_s, fixed_s=t.fixed_s, compile_s=t.compile_s,
+                         multi_node_s=t.multi_node_s, period_s=PROBE_PERIOD_S,
+                         failure_threshold=max(MIN_STARTUP_FAILURES, math.ceil(t.total_s / PROBE_PERIOD_S)))
 
 
 def gpu_nodes(gpu_name: str) -> GpuNodes:
@@ -177,8 +141,7 @@ def gpu_nodes(gpu_name: str) -> GpuNodes:
     from configurator.hardware.catalog import find_gpu
 
     gpu = find_gpu(gpu_name)
-    entry = _catalog_entry(gpu_name.split(":", 1)[0])
-    products = tuple(str(p) for p in entry.get("gfd_products", ()))
+    products = gpu.gfd_products
     if gpu.vendor == "amd":
         return GpuNodes("amd.com/gpu", "amd.com/gpu.product-name", products)
     if gpu.mig_profile:

@@ -40,6 +40,7 @@ class GPU:
     product_name: str = ""  # as vLLM's get_device_name would report it (used for default rules)
     mig_profile: str | None = None
     aliases: tuple[str, ...] = ()
+    gfd_products: tuple[str, ...] = ()  # nvidia.com/gpu.product (AMD: amd.com/gpu.product-name) values
 
     @property
     def sm(self) -> int:
@@ -105,7 +106,8 @@ def _gpu(d: dict, mig: str | None = None) -> GPU:
                vendor=d.get("vendor", "nvidia"), total_bytes=total, total_source=source,
                compute_capability=str(d.get("compute_capability", "")), fp8=bool(d.get("fp8")),
                fp4=bool(d.get("fp4")), fp8_kv=str(d.get("fp8_kv", "native")),
-               product_name=str(products[0]), mig_profile=mig, aliases=tuple(d.get("aliases", [])))
+               product_name=str(products[0]), mig_profile=mig, aliases=tuple(d.get("aliases", [])),
+               gfd_products=tuple(str(p) for p in d.get("gfd_products", [])))
 
 
 _MIG_RE = re.compile(r"^(?P<gpu>.+?)(?::|-mig-|/mig-)(?P<mig>\d+g\.\d+gb(?:\+me)?)$", re.I)

@@ -18,6 +18,7 @@ from typing import Any
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.load import Document, Loc
+from configurator.units import parse_quantity
 from configurator.vllm.flags import BY_DEST, convert, parse_tokens
 
 POD_SPEC_PATHS = {
@@ -68,10 +69,6 @@ class Server:
     annotations: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # the container's literal env (VLLM_* change behaviour)
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def object_ref(self) -> dict[str, str | None]:
-        return {"kind": self.kind, "namespace": self.namespace, "name": self.name}
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -270,14 +267,7 @@ def _container_facts(server: Server, doc: Document, pod: dict, ppath: tuple, c: 
             for i, v in enumerate(_as_list(pod.get("volumes"))):
                 ed = v.get("emptyDir") if isinstance(v, dict) and v.get("name") == m.get("name") else None
                 if isinstance(ed, dict) and ed.get("medium") == "Memory":
-                    from configurator.units import parse_size
-
-                    lim = ed.get("sizeLimit")
-                    try:
-                        server.shm_bytes = parse_size(str(lim).replace("i", "iB").replace("iBB", "iB"),
-                                                      what="sizeLimit") if lim else 0
-                    except InputError:
-                        server.shm_bytes = 0
+                    server.shm_bytes = _quantity(ed.get("sizeLimit"), "sizeLimit")
                     server.shm_loc = doc.loc((*ppath, "volumes", i))
     if pod.get("hostIPC") is True:
         server.shm_bytes = 0  # the host's /dev/shm
@@ -289,6 +279,16 @@ def _container_facts(server: Server, doc: Document, pod: dict, ppath: tuple, c: 
         server.startup_budget_s = int(probe.get("initialDelaySeconds", 0)) + \
             int(probe.get("failureThreshold", 3)) * int(probe.get("periodSeconds", 10))
         server.probe_loc = doc.loc((*cpath, name))
+
+
+def _quantity(value: Any, what: str) -> int:
+    """Bytes of a /dev/shm size limit; 0 (no limit, or unreadable) means the node's memory bounds it."""
+    if value is None:
+        return 0
+    try:
+        return parse_quantity(value, what=what)
+    except InputError:
+        return 0
 
 
 def _annotations(data: dict, pod_meta: dict | None) -> dict[str, str]:
@@ -413,12 +413,7 @@ def _production_stack(doc: Document, data: dict) -> list[Server]:
             s.gpu_loc = doc.loc((*p, "requestGPU"))
         # /dev/shm is mounted only when the tensorParallelSize key exists (production-stack#276)
         if "tensorParallelSize" in vc:
-            from configurator.units import parse_size
-
-            try:
-                s.shm_bytes = parse_size(str(spec.get("shmSize", "20Gi")).replace("Gi", "GiB"), what="shmSize")
-            except InputError:
-                s.shm_bytes = 0
+            s.shm_bytes = _quantity(spec.get("shmSize", "20Gi"), "shmSize")
             s.shm_loc = doc.loc((*p, "shmSize")) if "shmSize" in spec else doc.loc((*p, "vllmConfig"))
         terms = spec.get("nodeSelectorTerms")
         labels: dict[str, list[str]] = {}
@@ -434,8 +429,6 @@ def _production_stack(doc: Document, data: dict) -> list[Server]:
 
 def _chart_values(doc: Document, data: dict) -> Server:
     """A values file of this project's charts/vllm (configurator/emit/values_model.py)."""
-    from configurator.units import parse_size
-
     img = data.get("image") if isinstance(data.get("image"), dict) else {}
     s = Server(file=doc.file, kind="charts/vllm values", namespace=None,
                name=str(data.get("fullnameOverride") or "release"), container="vllm", loc=doc.loc(("vllm",)),
@@ -470,11 +463,7 @@ def _chart_values(doc: Document, data: dict) -> Server:
         s.gpu_labels = {str(gpu.get("productLabel") or "nvidia.com/gpu.product"): [str(x) for x in gpu["products"]]}
         s.gpu_labels_loc = doc.loc(("gpu", "products"))
     shm = data.get("shm") if isinstance(data.get("shm"), dict) else {}
-    try:
-        s.shm_bytes = parse_size(str(shm.get("sizeLimit", "0")).replace("Gi", "GiB").replace("Mi", "MiB"),
-                                 what="shm.sizeLimit")
-    except InputError:
-        s.shm_bytes = 0
+    s.shm_bytes = _quantity(shm.get("sizeLimit"), "shm.sizeLimit")
     s.shm_loc = doc.loc(("shm",))
     startup = ((data.get("probes") or {}).get("startup") or {}) if isinstance(data.get("probes"), dict) else {}
     if startup:

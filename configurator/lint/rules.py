@@ -13,15 +13,12 @@ from typing import Literal
 
 from configurator.lint.extract import Server
 from configurator.lint.load import Loc
-from configurator.units import GiB, format_gib
+from configurator.startup import WEIGHT_LOAD_BYTES_PER_S, startup_time
+from configurator.units import GiB, MiB, format_gib
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
-# Weight loading: a conservative rate (a network volume or a cold page cache) plus torch.compile and
-# CUDA-graph capture, which vLLM spends before /health answers.
-LOAD_RATE_BYTES_PER_S = GiB // 2
-COMPILE_AND_GRAPHS_S = 120
 SHM_MIN_BYTES = GiB  # NCCL's shared-memory transport between tensor-parallel ranks
 
 
@@ -42,6 +39,10 @@ class Context:
     def errors_with(self, text: str) -> list[str]:
         e = self.estimate
         return [x for x in (e.errors if e is not None else []) if text in x]
+
+    def refusals(self, text: str, loc: Loc | None) -> Iterator[Hit]:
+        """One hit per vLLM refusal (from the estimate) containing `text`, at `loc`."""
+        return (Hit(e, loc) for e in self.errors_with(text))
 
 
 @dataclass(frozen=True)
@@ -86,16 +87,14 @@ REGISTRY["parse-error"] = Rule(
       "Lower --max-model-len to the length that fits, use --kv-cache-dtype fp8, raise "
       "--gpu-memory-utilization or add GPUs.")
 def _kv_too_small(ctx: Context) -> Iterator[Hit]:
-    for e in ctx.errors_with("To serve at least one request"):
-        yield Hit(e, ctx.server.flag_loc("max_model_len"))
+    return ctx.refusals("To serve at least one request", ctx.server.flag_loc("max_model_len"))
 
 
 @rule("weights-exceed-gpu", "Weights do not fit the GPUs", "error",
       "The model's weights per GPU exceed the GPU's memory: loading fails with CUDA out of memory.",
       "Use more GPUs (tensor or pipeline parallelism), a quantized checkpoint, or a larger GPU.")
 def _weights(ctx: Context) -> Iterator[Hit]:
-    for e in ctx.errors_with("CUDA out of memory while loading"):
-        yield Hit(e, ctx.server.gpu_loc or ctx.server.flag_loc("model"))
+    return ctx.refusals("CUDA out of memory while loading", ctx.server.gpu_loc or ctx.server.flag_loc("model"))
 
 
 @rule("no-kv-memory", "No memory left for the KV cache", "error",
@@ -103,8 +102,7 @@ def _weights(ctx: Context) -> Iterator[Hit]:
       "blocks; vLLM refuses to start.",
       "Raise --gpu-memory-utilization, shorten --max-num-batched-tokens or use more or larger GPUs.")
 def _no_kv(ctx: Context) -> Iterator[Hit]:
-    for e in ctx.errors_with("No available memory for the cache blocks"):
-        yield Hit(e, ctx.server.flag_loc("gpu_memory_utilization"))
+    return ctx.refusals("No available memory for the cache blocks", ctx.server.flag_loc("gpu_memory_utilization"))
 
 
 @rule("mamba-blocks-exceeded", "max_num_seqs above the Mamba cache blocks", "error",
@@ -112,8 +110,7 @@ def _no_kv(ctx: Context) -> Iterator[Hit]:
       "refuses CUDA-graph capture when max_num_seqs exceeds the blocks in the pool.",
       "Lower --max-num-seqs to the number of blocks or give the KV pool more memory.")
 def _mamba(ctx: Context) -> Iterator[Hit]:
-    for e in ctx.errors_with("exceeds available Mamba cache blocks"):
-        yield Hit(e, ctx.server.flag_loc("max_num_seqs"))
+    return ctx.refusals("exceeds available Mamba cache blocks", ctx.server.flag_loc("max_num_seqs"))
 
 
 @rule("parallelism-gpu-mismatch", "Parallelism differs from the GPUs requested", "error",
@@ -229,8 +226,7 @@ def _util(ctx: Context) -> Iterator[Hit]:
     loc = ctx.server.flag_loc("gpu_memory_utilization")
     if u is not None and u > 0.95:
         yield Hit(f"--gpu-memory-utilization {u} leaves {1 - u:.0%} of the GPU for everything outside vLLM", loc)
-    for e in ctx.errors_with("Free memory on device"):
-        yield Hit(e, loc)
+    yield from ctx.refusals("Free memory on device", loc)
 
 
 @rule("gpu-type-unknown", "GPU type unknown: memory not checked", "info",
@@ -259,11 +255,14 @@ def _probe(ctx: Context) -> Iterator[Hit]:
     s, e = ctx.server, ctx.estimate
     if s.startup_budget_s is None or e is None:
         return
-    need = int(e.memory.weights_bytes / LOAD_RATE_BYTES_PER_S) + COMPILE_AND_GRAPHS_S
-    if s.startup_budget_s < need:
-        yield Hit(f"the probes allow {s.startup_budget_s} s before a restart; loading "
-                  f"{format_gib(e.memory.weights_bytes)} GiB of weights per GPU and compiling takes about {need} s",
-                  s.probe_loc)
+    # the pod downloads and loads the whole checkpoint: the weights of every rank it runs
+    ranks = int(e.flags.get("tensor_parallel_size") or 1) * int(e.flags.get("pipeline_parallel_size") or 1)
+    t = startup_time(e.memory.weights_bytes * ranks, enforce_eager=bool(e.flags.get("enforce_eager")),
+                     multi_node=s.pods > 1)
+    if s.startup_budget_s < t.total_s:
+        yield Hit(f"the probes allow {s.startup_budget_s} s before a restart; a first start takes about "
+                  f"{t.total_s} s ({format_gib(t.download_bytes)} GiB of weights at "
+                  f"{WEIGHT_LOAD_BYTES_PER_S // MiB} MiB/s, compiling and CUDA graphs)", s.probe_loc)
 
 
 @rule("duplicate-flag", "A flag is given more than once", "warning",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from configurator.memory.kv_dtype import KVDtype
+from configurator.memory.kv_dtype import DTYPE_BYTES, KVDtype
 from configurator.memory.kv_specs import (
     ChunkedLocalAttentionSpec,
     FullAttentionSpec,
@@ -21,8 +21,6 @@ from configurator.memory.kv_specs import (
 )
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv
-
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "fp8": 1, "float8_e4m3fn": 1}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ All groups share one pool of blocks; a block is a slab of `group_size` layer pag
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, replace
 
 from configurator.memory.kv_specs import (
@@ -143,8 +142,3 @@ def unify_page_size(specs: list[KVCacheSpec]) -> list[KVCacheSpec]:
         else:
             out.append(replace(s, page_size_padded=largest))
     return out
-
-
-def count_kinds(layout: KVCacheLayout) -> Counter:
-    """How many groups of each spec class (for the explanation)."""
-    return Counter(g.spec.type_name for g in layout.groups)

@@ -47,5 +47,9 @@ KV_DTYPES: dict[str, KVDtype] = {d.name: d for d in (
     KVDtype("int4_per_token_head", 4, scale_bytes_per_head=4),
 )}
 
+# Bytes of one element by dtype name, with the spellings vLLM and configs use (weights, Mamba states).
+DTYPE_BYTES = {"float32": 4, "fp32": 4, "float": 4, "float16": 2, "fp16": 2, "half": 2, "bfloat16": 2, "bf16": 2,
+               "fp8": 1, "float8_e4m3fn": 1}
+
 # Checkpoint model dtype -> what `auto` stores.
 MODEL_DTYPE_KV = {"bfloat16": "bfloat16", "float16": "float16", "float32": "bfloat16"}

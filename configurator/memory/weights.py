@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from configurator.memory.build import pp_layer_split
+from configurator.memory.kv_dtype import DTYPE_BYTES
 from configurator.model.spec import ModelSpec
 from configurator.units import cdiv
 
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 # Bits per quantized linear weight, scales included, for `--quantization` without a declaring config
 # (4-bit group-128 formats: 4 + 16/128 scale + 4/128 zero bits).
 QUANT_BITS = {"fp8": 8.0, "fbgemm_fp8": 8.0, "ptpc_fp8": 8.0, "compressed-tensors": 8.0, "experts_int8": 8.0,
@@ -171,7 +172,7 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
     if bits is None and quantization in QUANT_BITS:
         bits = QUANT_BITS[quantization]  # online quantization, or a method the config did not declare
     lin_bytes = bits / 8 if bits else dt
-    stages = _stage_layers(model.num_hidden_layers, pp)
+    stages = pp_layer_split(model.num_hidden_layers, pp)
     best_rank = 0.0
     total = (p.embedding + p.lm_head + p.vision) * dt + sum(p.per_layer_other) * dt \
         + sum(p.per_layer_linear) * lin_bytes
@@ -208,7 +209,3 @@ def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:
     return max_pos * (4 if mrope else 1) * rot_dim * dt
 
 
-def _stage_layers(n: int, pp: int) -> list[range]:
-    from configurator.memory.build import pp_layer_split
-
-    return pp_layer_split(n, pp)

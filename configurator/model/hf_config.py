@@ -78,13 +78,6 @@ def _first(cfg: dict, keys: tuple[str, ...], default: Any = None) -> Any:
     return default
 
 
-def _int(cfg: dict, key: str, where: str) -> int:
-    v = cfg.get(key)
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-        raise ConfigError(f"{where}: '{key}' must be a non-negative number, got {v!r}")
-    return int(v)
-
-
 def read_model_spec(
     config: dict,
     *,

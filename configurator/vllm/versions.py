@@ -65,6 +65,10 @@ class Behaviour:
     v2_cudagraph_estimate: bool = True
     # prefix caching (and so Mamba 'align' mode) on by default for hybrid models
     hybrid_prefix_caching: bool = True
+    # hybrids may use prefix caching at all (0.10 / 0.11 force it off: "not yet supported")
+    hybrid_prefix_caching_supported: bool = True
+    # Nemotron-H's default SSM-state dtype: the model dtype (0.11), float16 (0.13-0.19), float32 (0.20+)
+    nemotron_h_ssm_dtype: Literal["model", "float16", "float32"] = "float32"
     # a user-enabled prefix cache on Mamba1/Mamba2 hybrids uses mamba_cache_mode 'all' (0.15-0.27)
     mamba_all_mode: bool = False
     # Mamba 'align' mode holds one more checkpoint block (Mamba2, and GDN on FlashInfer) (0.33)
@@ -100,18 +104,20 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.10.0", dict(default_gpu_memory_utilization=0.9, cudagraph_estimate=False, mamba_checkpoint_block=False,
                     accounting="weights_peak", tokens="uniform_blocks", fit_check="layers",
                     in_flight="mnbt", v2_runner=False, v2_scope="none", v2_cudagraph_estimate=False,
-                    hybrid_prefix_caching=False,
+                    hybrid_prefix_caching=False, hybrid_prefix_caching_supported=False,
+                    nemotron_h_ssm_dtype="model",
                     hybrid_align="fixed16", chunked_local_hma=False,
                     mla_block="flashmla", batch_tiers="two_tiers", gb10_small_tier=False,
                     batch_clamp=False, requested_rounding="float", checkpoint_kv_auto=False,
                     yarn_max_len="scale", messages="v0_11", auto_max_model_len=False)),
     ("0.11.0", dict(tokens="blocks")),
-    ("0.13.0", dict(messages="v0_13")),
+    ("0.13.0", dict(messages="v0_13", hybrid_prefix_caching_supported=True, nemotron_h_ssm_dtype="float16")),
     ("0.15.0", dict(fit_check="first_group", messages="v0_15", auto_max_model_len=True,
                     requested_rounding="ceil",
                     mamba_all_mode=True, chunked_local_hma=True, mla_block="fi_mla")),
     ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", batch_clamp=True, checkpoint_kv_auto=True)),
-    ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel")),
+    ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel",
+                    nemotron_h_ssm_dtype="float32")),
     ("0.21.0", dict(tokens="concurrency")),
     ("0.23.0", dict(messages="v0_23", v2_scope="dense_llama_qwen3")),
     ("0.24.0", dict(v2_scope="dense")),
