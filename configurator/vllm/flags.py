@@ -114,6 +114,62 @@ def parse_serve_args(argv: list[str] | str) -> tuple[dict[str, Any], list[str]]:
 
 LAUNCHERS = ("vllm", "python", "python3")
 
+# Real vLLM options that change GPU memory but that the memory model does not (yet) account for.
+# A server that sets one is still estimated, with a `not-modelled` warning naming the option; an
+# entry leaves this set when configurator/estimate models it.
+UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
+    "--enable-lora", "--max-loras", "--max-lora-rank", "--max-cpu-loras", "--fully-sharded-loras",
+    "--lora-modules", "--speculative-config", "--num-speculative-tokens", "--speculative-model",
+    "--kv-transfer-config", "--kv-events-config", "--limit-mm-per-prompt", "--mm-processor-kwargs",
+    "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--enable-eplb",
+    "--eplb-config", "--compilation-config", "-O", "--cuda-graph-sizes",
+    "--long-prefill-token-threshold", "--max-num-partial-prefills", "--max-seq-len-to-capture",
+    "--hf-overrides", "--rope-scaling", "--override-generation-config",
+})
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One flag in a command: its EngineArgs name (or, for unmodelled options, the option as
+    written), its typed value, and the index of the flag's token."""
+
+    dest: str
+    value: Any
+    index: int
+
+
+@dataclass(frozen=True)
+class UnknownArg:
+    """A token vLLM's argument parser would reject ("unrecognized arguments"), with the nearest
+    real option when there is one."""
+
+    token: str
+    index: int
+    suggestion: str | None = None
+
+
+@dataclass(frozen=True)
+class ParsedArgs:
+    """A `vllm serve ...` command read the way vLLM's own parser reads it, for one release."""
+
+    occurrences: tuple[Occurrence, ...]  # modelled flags, in order (later ones win, as in argparse)
+    unmodelled: tuple[Occurrence, ...] = ()  # real options that change memory, not modelled
+    unknown: tuple[UnknownArg, ...] = ()  # tokens vLLM would reject
+
+    @property
+    def flags(self) -> dict[str, Any]:
+        return {o.dest: o.value for o in self.occurrences}
+
+
+def parse_args(tokens: list[str], version: str | None = None) -> ParsedArgs:
+    """Tokens of a `vllm serve` / `python -m vllm.entrypoints.openai.api_server` command ->
+    ParsedArgs for vLLM `version` (None: the newest modelled). Raises InputError for a modelled
+    flag with a value vLLM would reject (wrong type, not one of its choices, missing)."""
+    occ, _unknown = parse_tokens(tokens)  # the release's argument table replaces this
+    unmodelled = tuple(Occurrence(t.partition("=")[0], None, i) for i, t in enumerate(tokens)
+                       if t.partition("=")[0] in UNMODELLED_MEMORY_OPTIONS)
+    return ParsedArgs(tuple(Occurrence(d, v, i) for d, v, i in occ), unmodelled, ())
+
 
 def parse_tokens(tokens: list[str]) -> tuple[list[tuple[str, Any, int]], list[str]]:
     """Tokens of a command -> [(dest, typed value, index of the flag token)] in order, and the
