@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -101,7 +101,12 @@ class GPUInfo(BaseModel):
 class EstimateResult(BaseModel):
     """Everything `estimate` predicts; schemas/estimate.schema.json is generated from this."""
 
-    fits: bool = Field(description="vLLM would start (no refusal predicted)")
+    fits: bool = Field(description="vLLM would start at the central prediction (no refusal predicted)")
+    verdict: Literal["fits", "at-risk", "refused"] = Field(
+        "fits", description="'refused': vLLM refuses even at the optimistic end of the error band; 'at-risk': "
+                            "it refuses somewhere inside the band; 'fits': it starts across the band")
+    kv_cache_bytes_low: int | None = Field(None, description="pessimistic end of the available-KV band (bytes)")
+    kv_cache_bytes_high: int | None = Field(None, description="optimistic end of the available-KV band (bytes)")
     vllm_version: str
     model: ModelInfo
     gpu: GPUInfo
@@ -414,7 +419,8 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         warnings.append(f"{gpu.display_name} does not support an fp8 KV cache in current vLLM")
     fits = not errors
     return EstimateResult(
-        fits=fits, vllm_version=b.version,
+        fits=fits, verdict="fits" if fits else "refused", kv_cache_bytes_low=available,
+        kv_cache_bytes_high=available, vllm_version=b.version,
         model=ModelInfo(name=model.name, model_type=model.model_type, dtype=dtype,
                         num_hidden_layers=model.num_hidden_layers, layers_with_kv=kinds,
                         quantization=model.quant.method,

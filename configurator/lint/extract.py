@@ -19,7 +19,7 @@ from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.load import Document, Loc
 from configurator.units import parse_quantity
-from configurator.vllm.flags import BY_DEST, convert, parse_tokens
+from configurator.vllm.flags import BY_DEST, UnknownArg, convert, parse_args
 
 POD_SPEC_PATHS = {
     "Pod": ("spec",),
@@ -69,6 +69,10 @@ class Server:
     annotations: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # the container's literal env (VLLM_* change behaviour)
     notes: list[str] = field(default_factory=list)
+    # vLLM options that change memory but are not modelled, as written, with their location
+    unmodelled: list[tuple[str, Loc]] = field(default_factory=list)
+    # tokens vLLM's parser would reject ("unrecognized arguments"), with their location
+    unknown: list[tuple[UnknownArg, Loc]] = field(default_factory=list)
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -214,12 +218,14 @@ def _config_file_flags(path: str, pod: dict, docs_by_name: dict, doc: Document) 
 
 def _apply_tokens(server: Server, tokens: list[Token]) -> None:
     try:
-        occ, _unknown = parse_tokens([t.text for t in tokens])
+        parsed = parse_args([t.text for t in tokens])
     except InputError as e:
         server.notes.append(str(e))
         return
-    for dest, value, idx in occ:
-        loc = tokens[idx].loc
+    server.unmodelled += [(o.dest, tokens[o.index].loc) for o in parsed.unmodelled]
+    server.unknown += [(u, tokens[u.index].loc) for u in parsed.unknown]
+    for o in parsed.occurrences:
+        dest, value, loc = o.dest, o.value, tokens[o.index].loc
         if dest in server.flag_locs:
             server.repeated.setdefault(dest, [server.flag_locs[dest]] if dest in server.flag_locs else [])
             server.repeated[dest].append(loc)
@@ -297,6 +303,21 @@ def _annotations(data: dict, pod_meta: dict | None) -> dict[str, str]:
         if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
             out.update({str(k): str(v) for k, v in meta["annotations"].items()})
     return out
+
+
+@dataclass(frozen=True)
+class NotUnderstood:
+    """An object (or file) that mentions vLLM but yields no server we could read, and why."""
+
+    loc: Loc
+    kind: str
+    name: str
+    reason: str
+
+
+def extract_all(docs: list[Document]) -> tuple[list[Server], list[NotUnderstood]]:
+    """Every vLLM server in the documents, and every object that mentions vLLM but yields none."""
+    return extract(docs), []
 
 
 def extract(docs: list[Document]) -> list[Server]:
