@@ -1,4 +1,7 @@
-"""Load the overhead coefficients of a vLLM release from profiles/overheads.yaml."""
+"""The overhead-coefficient era of a vLLM release, read from profiles/overheads.yaml.
+
+Plain data: the memory math that uses a row (configurator.memory.overheads) is not imported here.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,6 @@ from functools import lru_cache
 
 import yaml
 
-from configurator.memory.overheads import OverheadCoefficients
 from configurator.resources import data_path
 from configurator.vllm.versions import _key
 
@@ -22,12 +24,12 @@ def _eras() -> tuple[dict, ...]:
         return tuple(yaml.load(f, Loader=_Loader)["eras"])
 
 
-def coefficients_for(version: str) -> OverheadCoefficients:
-    """The era row in force for `version` (rows apply from their `since` release on)."""
+def era_row(version: str) -> tuple[dict, str]:
+    """The era row in force for `version` (rows apply from their `since` release on), and its source."""
     row = None
     for era in _eras():
         if _key(era["since"]) <= _key(version):
             row = era
     if row is None:
         row = _eras()[0]
-    return OverheadCoefficients.from_row(row, f"profiles/overheads.yaml (era since {row['since']})")
+    return dict(row), f"profiles/overheads.yaml (era since {row['since']})"

@@ -1,0 +1,161 @@
+"""Stage 2, budget: vLLM's requested memory and what it subtracts before the KV pool, per GPU.
+
+requested = ceil(total x util) (float product before 0.15); available KV = requested - weights -
+activation peak - non-torch - CUDA-graph estimate - runner buffers (vllm/v1/worker/gpu_worker.py
+determine_available_memory), or exactly --kv-cache-memory-bytes. A calibration from a real log
+replaces the predicted weights and overheads. Also vLLM's own start-up refusals about memory:
+free memory below the request, weights that do not load.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from configurator.estimate.inputs import Inputs
+from configurator.estimate.result import CalibrationLike, EstimateRequest
+from configurator.memory.build import pp_layer_split
+from configurator.memory.overheads import OverheadCoefficients, Overheads, estimate_overheads
+from configurator.memory.weights import WeightEstimate, weight_bytes
+from configurator.units import GiB, MiB, format_gib
+from configurator.vllm import messages
+from configurator.vllm.overhead_data import era_row
+
+# CUDA context + cuBLAS handles created before vLLM's baseline snapshot (not counted against the
+# KV pool, but they must fit in the (1 - util) margin): ~0.3-0.6 GiB per process (vLLM issue logs).
+CUDA_CONTEXT_BYTES = 512 * MiB
+NCCL_INIT_BYTES = 256 * MiB  # communicators and warm-up buffers with TP/PP > 1, also pre-baseline
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The memory budget of the tightest GPU (bytes) and vLLM's memory refusals."""
+
+    total_bytes: int
+    requested_bytes: int
+    weights: WeightEstimate
+    weights_bytes: int  # after --cpu-offload-gb and calibration
+    overheads: Overheads
+    other_bytes: int  # runner buffers counted in 'consumed' memory (0.27+)
+    available_bytes: int  # "Available KV cache memory"
+    free_bytes: int  # free at vLLM's baseline snapshot
+    kv_bytes_flag: int | None  # --kv-cache-memory-bytes
+    stages: tuple[range, ...]  # layers of each PP stage
+    weights_oom: bool
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    derivation: tuple[str, ...] = ()
+
+
+def coefficients_for(version: str) -> OverheadCoefficients:
+    """The fitted overhead coefficients of the era `version` falls in (profiles/overheads.yaml)."""
+    row, source = era_row(version)
+    return OverheadCoefficients.from_row(row, source)
+
+
+def requested_bytes(total: int, util: float, rounding: str) -> int:
+    """vllm/v1/worker/utils.py::request_memory: ceil(total x util) from 0.15, the float product before."""
+    return math.ceil(total * util) if rounding == "ceil" else int(total * util)
+
+
+def usable_calibration(cal: CalibrationLike | None, inp: Inputs) -> tuple[CalibrationLike | None, str | None]:
+    """A calibration applies to the model, GPU and release it was measured on (else a warning)."""
+    if cal is None:
+        return None, None
+    model, gpu, b = inp.model, inp.gpu, inp.b
+    names = {model.name.lower(), (model.hf_id or "").lower()}
+    mismatch = []
+    if cal.model.lower() not in names:
+        mismatch.append(f"model {cal.model}")
+    if cal.gpu not in (gpu.name, "custom") and gpu.name != "custom":
+        mismatch.append(f"GPU {cal.gpu}")
+    if cal.vllm_version != b.version:
+        mismatch.append(f"vLLM {cal.vllm_version}")
+    if mismatch:
+        return None, f"calibration ignored: it was measured for {', '.join(mismatch)}"
+    return cal, None
+
+
+def overhead_scale(predicted_now: int, predicted_then: int) -> float:
+    """How the overhead changes between the calibrated flags and these, by the model's own ratio."""
+    return predicted_now / predicted_then if predicted_then > 0 else 1.0
+
+
+def apply_calibration(cal: CalibrationLike, inp: Inputs, weights: int, ov: Overheads,
+                      other: int) -> tuple[int, Overheads, int, str]:
+    """Measured weights and overheads replace the model's, scaled by the model's own ratios when
+    the flags differ from the calibrated run."""
+    m = cal.measured
+    same_layout = (int(cal.flags.get("tensor_parallel_size") or 1),
+                   int(cal.flags.get("pipeline_parallel_size") or 1)) == (inp.tp, inp.pp)
+    if m.weights_bytes:
+        if same_layout:
+            weights = m.weights_bytes
+        else:  # the measured total, split as the model splits across these ranks
+            then = weight_bytes(inp.model, tp=int(cal.flags.get("tensor_parallel_size") or 1),
+                                pp=int(cal.flags.get("pipeline_parallel_size") or 1),
+                                quantization=cal.flags.get("quantization"), dtype=inp.dtype).per_rank_bytes
+            weights = int(m.weights_bytes * weights / max(then, 1))
+    predicted_now = ov.activation_bytes + ov.non_torch_bytes + ov.cudagraph_bytes + other
+    scale = overhead_scale(predicted_now, cal.predicted_overhead_bytes)
+    overhead = int(m.overhead_bytes * scale)
+    graphs = int((m.cudagraph_bytes or 0) * scale) if ov.cudagraph_bytes else 0
+    non_torch = int((m.non_torch_bytes or 0) * scale)
+    activation = max(overhead - graphs - non_torch, 0)
+    line = (f"calibrated from {cal.source}: weights {format_gib(weights)} GiB measured, non-KV overhead "
+            f"{format_gib(m.overhead_bytes)} GiB measured x {scale:.3f} for these flags")
+    return weights, replace(ov, activation_bytes=activation, non_torch_bytes=non_torch,
+                            cudagraph_bytes=graphs), 0, line
+
+
+def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
+    """The per-GPU budget for the resolved inputs."""
+    f, b, model, tp, pp = inp.flags, inp.b, inp.model, inp.tp, inp.pp
+    errors: list[str] = []
+    warnings: list[str] = []
+    derivation: list[str] = []
+    cal, ignored = usable_calibration(req.calibration, inp)
+    if ignored:
+        warnings.append(ignored)
+    total = inp.gpu.total_bytes
+    if cal is not None and cal.measured.total_bytes:
+        total = cal.measured.total_bytes
+    requested = requested_bytes(total, inp.util, b.requested_rounding)
+    stages = pp_layer_split(model.num_hidden_layers, pp)
+    w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype)
+    weights = max(0, w.per_rank_bytes - int(float(f.get("cpu_offload_gb") or 0) * GiB))
+    tc = model.text_config
+    ov = estimate_overheads(
+        hidden_size=model.hidden_size, intermediate_size=model.intermediate_size,
+        num_attention_heads=model.num_attention_heads, num_kv_heads=model.num_kv_heads,
+        head_dim=model.head_dim, vocab_size=model.vocab_size,
+        num_layers_on_rank=len(stages[-1]), max_num_batched_tokens=inp.mnbt, max_num_seqs=inp.max_num_seqs,
+        tp=tp, pp=pp, last_stage=True, enforce_eager=inp.eager,
+        cudagraph_counted=b.cudagraph_estimate and (not inp.v2 or b.v2_cudagraph_estimate),
+        v2_sampler_state=inp.v2, coeffs=req.coefficients or coefficients_for(b.version),
+        moe_intermediate_size=int(tc.get("moe_intermediate_size") or 0) if inp.is_moe else 0,
+        experts_per_token=int(tc.get("num_experts_per_tok") or tc.get("top_k_experts") or tc.get("moe_topk") or 0)
+        if inp.is_moe else 0)
+    other = ov.runner_bytes if b.accounting == "consumed" else 0
+    if cal is not None:
+        weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other)
+        derivation.append(line)
+    kv_bytes_flag = f.get("kv_cache_memory_bytes")
+    if kv_bytes_flag:
+        available = int(kv_bytes_flag)
+        derivation.append(f"--kv-cache-memory-bytes {available:,} B ({format_gib(available)} GiB): "
+                          f"vLLM skips profiling and ignores --gpu-memory-utilization")
+    else:
+        available = requested - weights - ov.activation_bytes - ov.non_torch_bytes - ov.cudagraph_bytes - other
+    # free memory at start: vLLM refuses when it is below util x total
+    pre_baseline = CUDA_CONTEXT_BYTES + (NCCL_INIT_BYTES if tp * pp > 1 else 0) + int(req.gpu_memory_used)
+    free = total - pre_baseline
+    if not kv_bytes_flag and free < requested:
+        errors.append(messages.free_memory("cuda:0", free, total, inp.util, requested))
+    weights_oom = weights > free
+    if weights_oom:
+        errors.append(messages.weights_oom(weights, free, tp, pp))
+    return Budget(total_bytes=total, requested_bytes=requested, weights=w, weights_bytes=weights, overheads=ov,
+                  other_bytes=other, available_bytes=available, free_bytes=free, kv_bytes_flag=kv_bytes_flag,
+                  stages=tuple(stages), weights_oom=weights_oom, errors=tuple(errors),
+                  warnings=tuple(warnings), derivation=tuple(derivation))

@@ -1,0 +1,172 @@
+"""Stage 5, explanation: the result object, with the per-token / per-sequence arithmetic in words.
+
+It lays out what the earlier stages decided (inputs, budget, KV layout, verdict); it computes no
+new memory figure except the per-sequence costs that explain them.
+"""
+
+from __future__ import annotations
+
+from configurator.estimate.budget import Budget
+from configurator.estimate.inputs import Inputs
+from configurator.estimate.layout import KVPlan
+from configurator.estimate.result import EstimateResult, GPUInfo, GroupInfo, KVCacheInfo, MemoryBreakdown, ModelInfo
+from configurator.estimate.verdict import Verdict
+from configurator.memory.build import kv_heads_per_rank
+from configurator.memory.groups import KVCacheLayout
+from configurator.memory.kv_dtype import KVDtype
+from configurator.memory.kv_specs import MambaSpec, RequestLimits
+from configurator.model.spec import ModelSpec
+from configurator.units import human_bytes
+
+
+def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateResult:
+    """Assemble the EstimateResult: figures, resolved flags, warnings, errors and the derivation."""
+    model, f, kv, cap, limits, max_len = inp.model, inp.flags, inp.kv, v.capacity, v.limits, v.max_len
+    layout, ov, kv_flag = kvp.layout, budget.overheads, budget.kv_bytes_flag
+    grows, window_bytes, state = per_sequence_costs(kvp.rank.specs, layout, max_len, limits)
+    info = KVCacheInfo(
+        dtype=kv.name, bytes_per_token=grows, window_bytes_per_sequence=window_bytes,
+        state_bytes_per_sequence=state, block_size=kvp.block_size, bytes_per_block=cap.bytes_per_block,
+        num_blocks=cap.num_blocks, blocks_per_request=cap.blocks_per_request, tokens=cap.num_tokens,
+        max_concurrency=round(cap.max_concurrency, 2),
+        groups=[GroupInfo(kind=g.spec.type_name, num_layers=len(g.layer_ids), num_padding=g.num_padding,
+                          block_size=g.spec.block_size, page_bytes=g.spec.page_size_bytes,
+                          blocks_per_request=g.blocks_per_request(limits)) for g in layout.groups])
+    kinds: dict[str, int] = {}
+    for g in model.layers:
+        kinds[g.kind] = kinds.get(g.kind, 0) + 1
+    resolved = {
+        "model": model.name, "gpu_memory_utilization": inp.util, "kv_cache_dtype": inp.kv_name,
+        "max_num_seqs": inp.max_num_seqs, "max_model_len": max_len, "max_num_batched_tokens": v.mnbt,
+        "tensor_parallel_size": inp.tp, "pipeline_parallel_size": inp.pp, "data_parallel_size": inp.dp,
+        "block_size": kvp.block_size, "enforce_eager": inp.eager,
+        "quantization": f.get("quantization") or model.quant.method,
+        "dtype": inp.dtype, "kv_cache_memory_bytes": kv_flag, "enable_prefix_caching": inp.prefix,
+        "enable_chunked_prefill": inp.chunked,
+    }
+    for k, val in f.items():
+        resolved.setdefault(k, val)
+    derivation = [*budget.derivation, *v.derivation]
+    if kvp.block_size_reason:
+        derivation.append(f"block size {kvp.block_size}: {kvp.block_size_reason}")
+    derivation += explain_kv(model, kvp.rank.specs, kv, inp.tp, max_len, inp.max_num_seqs,
+                             grows, window_bytes, state)
+    given = [name for name, val in (("max_num_seqs", inp.seqs_user), ("max_num_batched_tokens", inp.mnbt_user))
+             if val is None]
+    derivation.insert(0, f"max_model_len {max_len:,} "
+                         f"({'user' if inp.user_len not in (None, -1) else inp.derived.why}); "
+                         f"max_num_seqs {inp.max_num_seqs}, max_num_batched_tokens {v.mnbt:,}"
+                         + (f" ({' and '.join(given)}: vLLM's default for {inp.batch.tier})" if given else ""))
+    warnings = [*inp.warnings, *kvp.warnings, *budget.warnings, *v.warnings]
+    gpu = inp.gpu
+    if model.quant.kv_cache_dtype is None and kv.is_fp8 and gpu.fp8_kv == "unsupported":
+        warnings.append(f"{gpu.display_name} does not support an fp8 KV cache in current vLLM")
+    errors = [*inp.errors, *budget.errors, *v.errors]
+    fits = not errors
+    w = budget.weights
+    available = budget.available_bytes
+    return EstimateResult(
+        fits=fits, verdict="fits" if fits else "refused", kv_cache_bytes_low=available,
+        kv_cache_bytes_high=available, vllm_version=inp.b.version,
+        model=ModelInfo(name=model.name, model_type=model.model_type, dtype=inp.dtype,
+                        num_hidden_layers=model.num_hidden_layers, layers_with_kv=kinds,
+                        quantization=model.quant.method,
+                        weights_source=(model.weights_source or "checkpoint size") if w.source == "checkpoint"
+                        else f"{w.params / 1e9:.2f}B parameters from config.json",
+                        notes=list(model.notes)),
+        gpu=GPUInfo(name=gpu.name, display_name=gpu.display_name, total_bytes=budget.total_bytes,
+                    total_source=gpu.total_source, count=inp.tp * inp.pp * inp.dp),
+        flags=resolved,
+        memory=MemoryBreakdown(total_bytes=budget.total_bytes, requested_bytes=budget.requested_bytes,
+                               weights_bytes=budget.weights_bytes,
+                               activation_bytes=0 if kv_flag else ov.activation_bytes,
+                               non_torch_bytes=0 if kv_flag else ov.non_torch_bytes,
+                               cudagraph_bytes=0 if kv_flag else ov.cudagraph_bytes,
+                               other_bytes=0 if kv_flag else budget.other_bytes, kv_cache_bytes=available),
+        kv_cache=info, errors=errors, warnings=warnings, derivation=derivation)
+
+
+def _sz(n: float) -> str:
+    return human_bytes(n)
+
+
+def explain_kv(model: ModelSpec, specs: tuple, kv: KVDtype, tp: int, max_len: int, num_seqs: int,
+               grows: int, window_bytes: int, state: int) -> list[str]:
+    """The per-token / per-sequence / per-batch arithmetic with the model's own numbers."""
+    lines: list[str] = []
+    elem = kv.element_bits / 8
+    elem_s = f"{elem:g} B" if kv.mla_token_bytes is None else f"{kv.mla_token_bytes} B/token"
+    by_shape: dict[tuple, list] = {}
+    for g, s in zip(model.layers, specs, strict=False):
+        if isinstance(s, MambaSpec):
+            by_shape.setdefault(("state", g.mamba.variant if g.mamba else ""), []).append((g, s))
+        else:
+            by_shape.setdefault((g.kind, s.num_kv_heads, g.head_size, g.head_size_v, g.window), []).append((g, s))
+    n_total = model.num_hidden_layers
+    for key, members in by_shape.items():
+        g, s = members[0]
+        n = len(members)
+        if key[0] == "state":
+            label = g.why.split(":")[0].removesuffix(" layer")
+            lines.append(f"{n} of {n_total} layers are {label} layers: a fixed state of "
+                         f"{s.real_page_size_bytes:,} B per sequence each, whatever the length "
+                         f"(x {n} = {_sz(n * s.real_page_size_bytes)} per sequence)")
+            continue
+        per = n * s.bytes_per_token
+        if g.kind == "mla":
+            lines.append(f"{n} MLA layers x {g.head_size} latent (kv_lora_rank + qk_rope_head_dim) x {elem_s}"
+                         f" = {per:,} B per token: one latent per token, not K and V, and not split by TP")
+            continue
+        heads = s.num_kv_heads
+        hv = f"({g.head_size} + {g.head_size_v})" if g.head_size_v != g.head_size else f"2 x {g.head_size}"
+        tp_note = f" ({g.num_kv_heads} KV heads / TP {tp})" if tp > 1 else ""
+        what = {"full": "full attention", "sliding": f"sliding window {g.window}",
+                "chunked": f"chunked attention, chunk {g.window}"}[g.kind]
+        if hv.startswith("2 x"):
+            formula = f"2 x {n} layers x ({heads} KV heads{tp_note} x {g.head_size} head_dim) x {elem_s}"
+        else:
+            formula = f"{n} layers x {heads} KV heads{tp_note} x {hv} head dims x {elem_s}"
+        lines.append(f"{what}: {formula} = {per:,} B = {_sz(per)} per token")
+    growing = any(g.kind in ("full", "mla") for g in model.layers)
+    if grows and growing:
+        seq = grows * max_len
+        lines.append(f"KV per token {grows:,} B x {max_len:,} tokens = {_sz(seq)} per sequence; "
+                     f"x {num_seqs:,} sequences = {_sz(seq * num_seqs)}")
+    elif window_bytes:
+        lines.append(f"every attention layer is windowed: at most {_sz(window_bytes)} per sequence; "
+                     f"x {num_seqs:,} sequences = {_sz(window_bytes * num_seqs)}")
+    if window_bytes and growing:
+        lines.append(f"sliding-window / chunked layers keep at most their window: {_sz(window_bytes)} per "
+                     f"sequence, however long it runs")
+    if state:
+        lines.append(f"recurrent state: {_sz(state)} per sequence (fixed, not per token)")
+    attn_layers = [g for g in model.layers if g.kind != "mamba"]
+    if len(attn_layers) < n_total and attn_layers and model.layers_of("full"):
+        g0 = model.layers_of("full")[0]
+        heads0 = kv_heads_per_rank(g0.num_kv_heads, tp)
+        naive = 2 * n_total * heads0 * g0.head_size * elem
+        if naive > grows > 0:
+            lines.append(f"why not 2 x {n_total} layers x ({heads0} x {g0.head_size}) x "
+                         f"{elem:g} B = {int(naive):,} B per token: only {len(model.layers_of('full'))} of "
+                         f"{n_total} layers keep per-token KV; the naive formula overstates it "
+                         f"{naive / grows:.1f}x")
+    return lines
+
+
+def per_sequence_costs(specs: tuple, layout: KVCacheLayout, max_len: int,
+                        limits: RequestLimits) -> tuple[int, int, int]:
+    """(bytes per token of layers that keep every token, window KV per sequence, fixed state)."""
+    grows = window = state = 0
+    full_types = ("FullAttentionSpec", "MLAAttentionSpec")
+    for s in specs:
+        if isinstance(s, MambaSpec):
+            state += s.real_page_size_bytes
+        elif layout.hybrid_manager_disabled or s.type_name in full_types:
+            grows += s.bytes_per_token
+        else:
+            w = getattr(s, "sliding_window", 0) or getattr(s, "attention_chunk_size", 0)
+            window += s.bytes_per_token * min(w, max_len)
+    if grows == 0 and window:
+        # every attention layer is windowed (Mistral-7B-v0.1): a token costs them until it leaves the window
+        grows = sum(s.bytes_per_token for s in specs if not isinstance(s, MambaSpec))
+    return grows, window, state

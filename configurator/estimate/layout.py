@@ -1,0 +1,120 @@
+"""Stage 3, KV layout: one rank's per-layer KV specs, their groups, and one request's limits.
+
+Mirrors each layer's get_kv_cache_spec, vLLM's block-size choice (user, MLA backend, hybrid
+alignment) and get_kv_cache_groups; the limits say how many blocks one request of max_model_len
+holds in each group (window + in-flight tokens, Mamba state blocks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from configurator.errors import InputError
+from configurator.estimate.inputs import Inputs
+from configurator.hardware.catalog import GPU
+from configurator.memory.build import RankSpecs, build_rank_specs
+from configurator.memory.groups import KVCacheLayout, build_layout
+from configurator.memory.kv_dtype import DTYPE_BYTES, KVDtype
+from configurator.memory.kv_specs import RequestLimits
+from configurator.model.hf_config import DSA_MODEL_TYPES
+from configurator.model.spec import ModelSpec
+from configurator.units import cdiv
+from configurator.vllm.versions import Behaviour
+
+
+@dataclass(frozen=True)
+class KVPlan:
+    """The KV layout of the tightest rank and the limits of one request."""
+
+    rank: RankSpecs
+    layout: KVCacheLayout
+    block_size: int
+    block_size_reason: str
+    limits: RequestLimits
+    warnings: tuple[str, ...] = ()
+
+
+def mla_block_size(b: Behaviour, gpu: GPU, kv: KVDtype, model: ModelSpec) -> tuple[int, str]:
+    """Default block size of the MLA backend vLLM picks (see docs/vllm-versions.md)."""
+    if model.model_type in DSA_MODEL_TYPES:
+        return 64, "sparse-MLA backend (64)"
+    sm = gpu.sm
+    if sm >= 100:
+        if b.mla_block == "flashmla":
+            return 128, "CUTLASS MLA on Blackwell (128)"
+        if b.mla_block == "fi_mla":
+            nope = int(model.text_config.get("qk_nope_head_dim") or 0)
+            return (64, "FlashInfer MLA on Blackwell (64)") if nope == 128 else (128, "CUTLASS MLA (128)")
+        return 32, "FlashInfer MLA on Blackwell (32)"
+    if sm == 90:
+        if b.mla_block == "fa_mla" and not kv.is_fp8:
+            return 16, "FlashAttention MLA on Hopper (16)"
+        return 64, "FlashMLA on Hopper (64)"
+    return 16, "Triton MLA (16)"
+
+
+def is_gdn(model: ModelSpec) -> bool:
+    return any(g.mamba is not None and g.mamba.variant == "gdn" for g in model.layers)
+
+
+def state_bytes(name: Any, default_dtype: str | None) -> int:
+    """--mamba-cache-dtype / --mamba-ssm-cache-dtype -> element bytes; 'auto' follows default_dtype."""
+    n = str(name or "auto").lower()
+    if n == "auto":
+        return DTYPE_BYTES.get(default_dtype or "", 0)
+    if n not in DTYPE_BYTES:
+        raise InputError(f"unknown mamba cache dtype '{name}' (auto, float32, float16, bfloat16)")
+    return DTYPE_BYTES[n]
+
+
+def mamba_blocks_per_request(inp: Inputs, block_size: int) -> int:
+    """Blocks a Mamba-family group holds per request: 1 ('none'), cdiv(L, block) ('all', 0.15-0.27),
+    or 2 (+1 checkpoint block in 0.33) in 'align' mode."""
+    model, b = inp.model, inp.b
+    if not (model.has_mamba and inp.prefix):
+        return 1
+    if b.mamba_all_mode and not is_gdn(model):
+        return cdiv(inp.max_len, block_size)
+    ckpt = 1 if (b.mamba_checkpoint_block and (not is_gdn(model) or inp.gpu.sm == 90)) else 0
+    return 2 + ckpt
+
+
+def plan_kv_layout(inp: Inputs) -> KVPlan:
+    """Per-rank specs, groups and request limits for the resolved inputs."""
+    f, b, model, gpu = inp.flags, inp.b, inp.model, inp.gpu
+    warnings: list[str] = []
+    user_bs = f.get("block_size")
+    bs_reason = ""
+    if user_bs:
+        block_size = int(user_bs)
+    elif model.is_mla:
+        block_size, bs_reason = mla_block_size(b, gpu, inp.kv, model)
+    else:
+        block_size = 16
+    mamba_conv = state_bytes(f.get("mamba_cache_dtype"), inp.dtype)
+    mamba_ssm = state_bytes(f.get("mamba_ssm_cache_dtype"), None) or mamba_conv
+    if f.get("mamba_ssm_cache_dtype") in (None, "auto") and model.model_type == "nemotron_h" \
+            and b.nemotron_h_ssm_dtype != "model":
+        mamba_ssm = DTYPE_BYTES[b.nemotron_h_ssm_dtype]  # Nemotron-H's own default for its SSM state
+    align_mode = model.has_mamba and inp.prefix and not (b.mamba_all_mode and not is_gdn(model))
+    kernel_block = 16
+    if align_mode and b.mamba_checkpoint_block and is_gdn(model) and gpu.sm == 90:
+        kernel_block = 64  # FlashInfer GDN prefill checkpoints align to 64 tokens (0.33, Hopper)
+    if b.hybrid_align == "fixed16":
+        kernel_block = 16
+    rank = build_rank_specs(model, tp=inp.tp, kv_dtype=inp.kv, block_size=block_size,
+                            user_block_size=bool(user_bs), mamba_conv_bytes=mamba_conv,
+                            mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block)
+    if rank.block_size != block_size:
+        bs_reason = rank.block_size_reason
+    block_size = rank.block_size
+    hma = not f.get("disable_hybrid_kv_cache_manager", False)
+    if any(g.kind == "chunked" for g in model.layers) and not b.chunked_local_hma:
+        hma = False
+    layout = build_layout(list(rank.specs), hybrid_manager=hma)
+    if layout.hybrid_manager_disabled:
+        warnings.append("hybrid KV cache manager is off: sliding-window / chunked layers pay full-length KV")
+    limits = RequestLimits(inp.max_len, inp.mcb * inp.mnbt, mamba_blocks_per_request(inp, block_size))
+    return KVPlan(rank=rank, layout=layout, block_size=block_size, block_size_reason=bs_reason,
+                  limits=limits, warnings=tuple(warnings))

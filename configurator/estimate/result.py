@@ -1,0 +1,126 @@
+"""What `estimate` takes (EstimateRequest) and returns (EstimateResult and its parts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from configurator.memory.overheads import OverheadCoefficients
+from configurator.model.spec import ModelSpec
+
+
+class MemoryBreakdown(BaseModel):
+    """Per GPU, on the tightest rank. Integer bytes."""
+
+    total_bytes: int = Field(description="GPU memory as CUDA reports it (cudaMemGetInfo total)")
+    requested_bytes: int = Field(description="ceil(total x gpu_memory_utilization): vLLM's budget")
+    weights_bytes: int = Field(description="model weights on this rank ('Model loading took')")
+    activation_bytes: int = Field(description="peak of the profiling forward pass and sampler")
+    non_torch_bytes: int = Field(description="non-torch memory that grows after the baseline (NCCL, cuBLAS)")
+    cudagraph_bytes: int = Field(description="CUDA-graph pool estimate subtracted before KV (0.20+)")
+    other_bytes: int = Field(0, description="persistent runner / sampler buffers")
+    kv_cache_bytes: int = Field(description="'Available KV cache memory' vLLM logs and sizes the pool from")
+
+
+class GroupInfo(BaseModel):
+    kind: str
+    num_layers: int
+    num_padding: int
+    block_size: int
+    page_bytes: int
+    blocks_per_request: int
+
+
+class KVCacheInfo(BaseModel):
+    dtype: str = Field(description="element type actually stored")
+    bytes_per_token: int = Field(description="what one more token of context costs on one GPU, "
+                                             "across the layers that keep it")
+    window_bytes_per_sequence: int = Field(0, description="sliding-window / chunked layers' KV per "
+                                                          "sequence (bounded by the window)")
+    state_bytes_per_sequence: int = Field(description="fixed recurrent state per sequence (Mamba / linear attention)")
+    block_size: int
+    bytes_per_block: int
+    num_blocks: int = Field(description="blocks in the pool (min over workers, null block included)")
+    blocks_per_request: int
+    tokens: int = Field(description="'GPU KV cache size: N tokens'")
+    max_concurrency: float = Field(description="'Maximum concurrency for L tokens per request: Cx'")
+    groups: list[GroupInfo]
+
+
+class ModelInfo(BaseModel):
+    name: str
+    model_type: str
+    dtype: str
+    num_hidden_layers: int
+    layers_with_kv: dict[str, int]
+    quantization: str | None
+    weights_source: str
+    notes: list[str]
+
+
+class GPUInfo(BaseModel):
+    name: str
+    display_name: str
+    total_bytes: int
+    total_source: str
+    count: int
+
+
+class EstimateResult(BaseModel):
+    """Everything `estimate` predicts; schemas/estimate.schema.json is generated from this."""
+
+    fits: bool = Field(description="vLLM would start at the central prediction (no refusal predicted)")
+    verdict: Literal["fits", "at-risk", "refused"] = Field(
+        "fits", description="'refused': vLLM refuses even at the optimistic end of the error band; 'at-risk': "
+                            "it refuses somewhere inside the band; 'fits': it starts across the band")
+    kv_cache_bytes_low: int | None = Field(None, description="pessimistic end of the available-KV band (bytes)")
+    kv_cache_bytes_high: int | None = Field(None, description="optimistic end of the available-KV band (bytes)")
+    vllm_version: str
+    model: ModelInfo
+    gpu: GPUInfo
+    flags: dict[str, Any] = Field(description="every resolved engine argument, defaults filled in")
+    memory: MemoryBreakdown
+    kv_cache: KVCacheInfo
+    errors: list[str] = Field(description="vLLM's own refusal text, when it would refuse")
+    warnings: list[str]
+    derivation: list[str] = Field(description="the arithmetic, step by step, with the model's numbers")
+
+
+class MeasuredLike(Protocol):
+    """The measured figures a calibration carries (configurator.calibration.MeasuredMemory)."""
+
+    total_bytes: int | None
+    weights_bytes: int | None
+    non_torch_bytes: int | None
+    cudagraph_bytes: int | None
+    overhead_bytes: int
+
+
+class CalibrationLike(Protocol):
+    """What `estimate` reads from a calibration (configurator.calibration.Calibration). A protocol,
+    so the estimate does not import the calibration module that itself calls `estimate`."""
+
+    model: str
+    gpu: str
+    vllm_version: str
+    flags: dict
+    measured: MeasuredLike
+    predicted_overhead_bytes: int
+    source: str
+
+
+@dataclass
+class EstimateRequest:
+    """Inputs: a model, a GPU, a vLLM release and vLLM flags by their EngineArgs names."""
+
+    model: str | ModelSpec
+    gpu: str | None = None
+    gpu_memory: str | None = None
+    vllm_version: str | None = None
+    flags: dict[str, Any] = field(default_factory=dict)
+    gpu_memory_used: int = 0
+    entry: str = "server"
+    coefficients: OverheadCoefficients | None = None  # None: the release's fitted coefficients
+    calibration: CalibrationLike | None = None  # measured weights and overheads from a real log
