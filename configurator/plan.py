@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from configurator.calibration import Calibration
 from configurator.emit.serve import serve_args, serve_command
 from configurator.errors import InputError
-from configurator.estimate import EstimateRequest, EstimateResult, estimate
+from configurator.estimate import EstimateRequest, EstimateResult, estimate, request_bytes
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, list_gpus
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
@@ -317,7 +317,7 @@ def _pool(c: _Candidate) -> int:
 
 def _summary(res: EstimateResult, c: _Candidate, w: Workload) -> str:
     kv = res.kv_cache
-    per_request = kv.bytes_per_token * w.typical_tokens + kv.window_bytes_per_sequence + kv.state_bytes_per_sequence
+    per_request = request_bytes(kv, w.typical_tokens)  # what vLLM reserves, windows' in-flight tokens included
     state = f" plus {format_gib(kv.state_bytes_per_sequence)} GiB of recurrent state" if kv.state_bytes_per_sequence \
         else ""
     return (f"We can only batch {c.at_typical:,} requests of {w.typical_tokens:,} tokens (or "

@@ -12,7 +12,9 @@ def test_llama2_7b_fp16(estimate_json):
     assert per_token * 4096 == 2 * GiB  # per sequence
     assert per_token * 4096 * 8 == 16 * GiB  # batch of 8
     assert any("524,288 B" in line and "16 GiB" not in line for line in r["derivation"])
-    assert any("2 GiB per sequence; x 8 sequences = 16 GiB" in line for line in r["derivation"])
+    assert any("= 2 GiB per sequence at full length" in line for line in r["derivation"])
+    # the batch total is what all 8 would need at full length, not a reservation next to FITS
+    assert any("all 8 at full length would need 16 GiB" in line for line in r["derivation"])
 
 
 def test_llama3_8b_gqa_is_a_quarter(estimate_json):

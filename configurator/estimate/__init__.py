@@ -6,7 +6,7 @@ explanation (explain.py). The public names are re-exported here.
 """
 
 from configurator.estimate.budget import CUDA_CONTEXT_BYTES, NCCL_INIT_BYTES
-from configurator.estimate.explain import explain_kv
+from configurator.estimate.explain import explain_kv, request_bytes
 from configurator.estimate.pipeline import estimate
 from configurator.estimate.result import (
     EstimateRequest,
@@ -19,4 +19,4 @@ from configurator.estimate.result import (
 )
 
 __all__ = ["CUDA_CONTEXT_BYTES", "NCCL_INIT_BYTES", "EstimateRequest", "EstimateResult", "GPUInfo", "GroupInfo",
-           "KVCacheInfo", "MemoryBreakdown", "ModelInfo", "estimate", "explain_kv"]
+           "KVCacheInfo", "MemoryBreakdown", "ModelInfo", "estimate", "explain_kv", "request_bytes"]

@@ -16,22 +16,28 @@ from configurator.memory.groups import KVCacheLayout
 from configurator.memory.kv_dtype import KVDtype
 from configurator.memory.kv_specs import MambaSpec, RequestLimits
 from configurator.model.spec import ModelSpec
-from configurator.units import human_bytes
+from configurator.units import cdiv, human_bytes
+from configurator.vllm import messages
 
 
 def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateResult:
     """Assemble the EstimateResult: figures, resolved flags, warnings, errors and the derivation."""
     model, f, kv, cap, limits, max_len = inp.model, inp.flags, inp.kv, v.capacity, v.limits, v.max_len
     layout, ov, kv_flag = kvp.layout, budget.overheads, budget.kv_bytes_flag
+    available = budget.available_bytes
     grows, window_bytes, state = per_sequence_costs(kvp.rank.specs, layout, max_len, limits)
     info = KVCacheInfo(
         dtype=kv.name, bytes_per_token=grows, window_bytes_per_sequence=window_bytes,
         state_bytes_per_sequence=state, block_size=kvp.block_size, bytes_per_block=cap.bytes_per_block,
-        num_blocks=cap.num_blocks, blocks_per_request=cap.blocks_per_request, tokens=cap.num_tokens,
+        num_blocks=cap.num_blocks, blocks_per_request=cap.blocks_per_request,
+        bytes_per_request=cap.blocks_per_request * cap.bytes_per_block, in_flight_tokens=limits.max_in_flight_tokens,
+        tokens=cap.num_tokens,
         max_concurrency=round(cap.max_concurrency, 2),
         groups=[GroupInfo(kind=g.spec.type_name, num_layers=len(g.layer_ids), num_padding=g.num_padding,
                           block_size=g.spec.block_size, page_bytes=g.spec.page_size_bytes,
-                          blocks_per_request=g.blocks_per_request(limits)) for g in layout.groups])
+                          blocks_per_request=g.blocks_per_request(limits),
+                          window_tokens=getattr(g.spec, "sliding_window", 0)
+                          or getattr(g.spec, "attention_chunk_size", 0)) for g in layout.groups])
     kinds: dict[str, int] = {}
     for g in model.layers:
         kinds[g.kind] = kinds.get(g.kind, 0) + 1
@@ -51,6 +57,7 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
         derivation.append(f"block size {kvp.block_size}: {kvp.block_size_reason}")
     derivation += explain_kv(model, kvp.rank.specs, kv, inp.tp, max_len, inp.max_num_seqs,
                              grows, window_bytes, state)
+    derivation += explain_pool(info, max_len, inp.max_num_seqs, available, inp.mcb, v.mnbt)
     given = [name for name, val in (("max_num_seqs", inp.seqs_user), ("max_num_batched_tokens", inp.mnbt_user))
              if val is None]
     derivation.insert(0, f"max_model_len {max_len:,} "
@@ -64,7 +71,6 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
     errors = [*inp.errors, *budget.errors, *v.errors]
     fits = not errors
     w = budget.weights
-    available = budget.available_bytes
     return EstimateResult(
         fits=fits, verdict="fits" if fits else "refused", kv_cache_bytes_low=available,
         kv_cache_bytes_high=available, vllm_version=inp.b.version,
@@ -83,7 +89,97 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
                                non_torch_bytes=0 if kv_flag else ov.non_torch_bytes,
                                cudagraph_bytes=0 if kv_flag else ov.cudagraph_bytes,
                                other_bytes=0 if kv_flag else budget.other_bytes, kv_cache_bytes=available),
-        kv_cache=info, errors=errors, warnings=warnings, derivation=derivation)
+        kv_cache=info, errors=errors,
+        vllm_log=messages.startup_log(inp.b.log_style, weights_bytes=None if kv_flag else budget.weights_bytes,
+                                      available_bytes=available, tokens=cap.num_tokens if cap.num_blocks else None,
+                                      max_model_len=max_len, max_concurrency=cap.max_concurrency),
+        warnings=warnings, derivation=derivation)
+
+
+NO_GPU_NAME = "no GPU given"
+NEEDS_GPU = ("the budget (gpu_memory_utilization x the GPU's memory) and so the available KV cache memory, "
+             "blocks, tokens, concurrency and whether vLLM starts: pass --gpu (see `vllm-configurator gpus`) "
+             "or --gpu-memory")
+
+
+def explain_without_gpu(inp: Inputs, kvp: KVPlan, budget: Budget) -> EstimateResult:
+    """What holds without a GPU: weights per GPU, KV per token and per sequence; says what needs one."""
+    model, kv, max_len = inp.model, inp.kv, inp.max_len
+    grows, window_bytes, state = per_sequence_costs(kvp.rank.specs, kvp.layout, max_len, kvp.limits)
+    per_seq = grows * max_len + window_bytes + state
+    info = KVCacheInfo(dtype=kv.name, bytes_per_token=grows, window_bytes_per_sequence=window_bytes,
+                       state_bytes_per_sequence=state, block_size=kvp.block_size, bytes_per_block=0, num_blocks=0,
+                       blocks_per_request=0, tokens=0, max_concurrency=0.0, groups=[])
+    derivation = [f"max_model_len {max_len:,} ({'user' if inp.user_len not in (None, -1) else inp.derived.why})",
+                  f"weights per GPU (TP {inp.tp}, PP {inp.pp}): {_sz(budget.weights_bytes)}"]
+    derivation += explain_kv(model, kvp.rank.specs, kv, inp.tp, max_len, inp.max_num_seqs, grows, window_bytes, state)
+    derivation.append(f"one sequence of {max_len:,} tokens: {_sz(per_seq)} of KV per GPU")
+    derivation.append(f"needs a GPU: {NEEDS_GPU}")
+    kinds: dict[str, int] = {}
+    for g in model.layers:
+        kinds[g.kind] = kinds.get(g.kind, 0) + 1
+    w = budget.weights
+    errors = list(inp.errors)
+    return EstimateResult(
+        fits=not errors, verdict="fits" if not errors else "refused", vllm_version=inp.b.version,
+        model=ModelInfo(name=model.name, model_type=model.model_type, dtype=inp.dtype,
+                        num_hidden_layers=model.num_hidden_layers, layers_with_kv=kinds,
+                        quantization=model.quant.method,
+                        weights_source=(model.weights_source or "checkpoint size") if w.source == "checkpoint"
+                        else f"{w.params / 1e9:.2f}B parameters from config.json", notes=list(model.notes)),
+        gpu=GPUInfo(name="", display_name=NO_GPU_NAME, total_bytes=0, total_source="none",
+                    count=inp.tp * inp.pp * inp.dp),
+        flags={"model": model.name, "max_model_len": max_len, "kv_cache_dtype": inp.kv_name, "dtype": inp.dtype,
+               "tensor_parallel_size": inp.tp, "pipeline_parallel_size": inp.pp, **inp.flags},
+        memory=MemoryBreakdown(total_bytes=0, requested_bytes=0, weights_bytes=budget.weights_bytes,
+                               activation_bytes=0, non_torch_bytes=0, cudagraph_bytes=0, kv_cache_bytes=0),
+        kv_cache=info, errors=errors, warnings=list(inp.warnings), derivation=derivation,
+        needs_gpu=NEEDS_GPU)
+
+
+def request_bytes(kv: KVCacheInfo, tokens: int) -> int:
+    """What vLLM reserves for one request of `tokens` tokens in this pool (blocks x bytes per block).
+
+    Per group, as vllm/v1/kv_cache_interface.py counts a request's blocks: full attention and MLA
+    cdiv(T, bs); a sliding window W cdiv(min(W - 1 + in_flight, T), bs) + 1 (the window plus the tokens
+    the request may have in flight); a chunk C cdiv(min(C + in_flight, T), bs); a recurrent state its
+    fixed blocks. gpt-oss-120b on an H100 at 0.33 (in flight 2 x 8,192): 2,048 tokens take 128 full +
+    129 sliding blocks x 589,824 B = 144.6 MiB, not the 72 MiB that counting full-attention tokens gives.
+    """
+    blocks = 0
+    for g in kv.groups:
+        if g.kind in ("FullAttentionSpec", "MLAAttentionSpec"):
+            blocks += cdiv(tokens, g.block_size)
+        elif g.kind == "SlidingWindowSpec":
+            blocks += cdiv(min(g.window_tokens - 1 + kv.in_flight_tokens, tokens), g.block_size) + 1
+        elif g.kind == "ChunkedLocalAttentionSpec":
+            blocks += cdiv(min(g.window_tokens + kv.in_flight_tokens, tokens), g.block_size)
+        else:
+            blocks += g.blocks_per_request
+    return blocks * kv.bytes_per_block
+
+
+def explain_pool(kv: KVCacheInfo, max_len: int, num_seqs: int, pool_bytes: int, mcb: int, mnbt: int) -> list[str]:
+    """What one request reserves, what the pool holds, and what max_num_seqs would need at full length."""
+    if not kv.groups or kv.bytes_per_block <= 0:
+        return []
+    lines = []
+    windowed = [g for g in kv.groups if g.window_tokens]
+    if windowed:
+        w = windowed[0]
+        batches = f"{mcb} batches x {mnbt:,}" if mcb > 1 else f"max_num_batched_tokens {mnbt:,}"
+        reserved = sum(g.blocks_per_request for g in windowed) * kv.bytes_per_block
+        lines.append(f"vLLM reserves a windowed layer's window ({w.window_tokens:,} tokens) plus the tokens a request "
+                     f"may have in flight ({batches} = {kv.in_flight_tokens:,}), up to the request's length: "
+                     f"{_sz(reserved)} per request of {max_len:,} tokens in those layers")
+    per_req = kv.bytes_per_request
+    lines.append(f"one request of {max_len:,} tokens reserves {kv.blocks_per_request:,} blocks x "
+                 f"{kv.bytes_per_block:,} B = {_sz(per_req)}; the {_sz(max(pool_bytes, 0))} pool holds "
+                 f"{kv.max_concurrency:.2f} such requests at once (shorter requests take fewer blocks, so more fit)")
+    if num_seqs > 1:
+        lines.append(f"max_num_seqs {num_seqs:,} is a cap, not a reservation: all {num_seqs:,} at full length "
+                     f"would need {_sz(per_req * num_seqs)}; vLLM admits requests while blocks are free")
+    return lines
 
 
 def _sz(n: float) -> str:
@@ -113,6 +209,11 @@ def explain_kv(model: ModelSpec, specs: tuple, kv: KVDtype, tp: int, max_len: in
                          f"(x {n} = {_sz(n * s.real_page_size_bytes)} per sequence)")
             continue
         per = n * s.bytes_per_token
+        if g.kind == "mla" and g.kv_bytes_override is not None:
+            # DeepseekV32IndexerCache: uint8 keys + an fp32 scale per 128 elements, whatever the KV dtype
+            lines.append(f"{n} indexer key caches (sparse attention, one per MLA layer) x {g.head_size} B "
+                         f"(uint8 keys + fp32 scales) = {per:,} B per token, not split by TP")
+            continue
         if g.kind == "mla":
             lines.append(f"{n} MLA layers x {g.head_size} latent (kv_lora_rank + qk_rope_head_dim) x {elem_s}"
                          f" = {per:,} B per token: one latent per token, not K and V, and not split by TP")
@@ -129,15 +230,13 @@ def explain_kv(model: ModelSpec, specs: tuple, kv: KVDtype, tp: int, max_len: in
         lines.append(f"{what}: {formula} = {per:,} B = {_sz(per)} per token")
     growing = any(g.kind in ("full", "mla") for g in model.layers)
     if grows and growing:
-        seq = grows * max_len
-        lines.append(f"KV per token {grows:,} B x {max_len:,} tokens = {_sz(seq)} per sequence; "
-                     f"x {num_seqs:,} sequences = {_sz(seq * num_seqs)}")
+        lines.append(f"KV per token {grows:,} B x {max_len:,} tokens = {_sz(grows * max_len)} per sequence at "
+                     f"full length, in the layers that keep every token")
     elif window_bytes:
-        lines.append(f"every attention layer is windowed: at most {_sz(window_bytes)} per sequence; "
-                     f"x {num_seqs:,} sequences = {_sz(window_bytes * num_seqs)}")
+        lines.append(f"every attention layer is windowed: at most {_sz(window_bytes)} of KV per sequence")
     if window_bytes and growing:
         lines.append(f"sliding-window / chunked layers keep at most their window: {_sz(window_bytes)} per "
-                     f"sequence, however long it runs")
+                     f"sequence, however long it runs (vLLM reserves more per request: see below)")
     if state:
         lines.append(f"recurrent state: {_sz(state)} per sequence (fixed, not per token)")
     attn_layers = [g for g in model.layers if g.kind != "mamba"]

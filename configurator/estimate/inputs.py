@@ -18,7 +18,7 @@ from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
 from configurator.vllm import messages
 from configurator.vllm.defaults import BatchDefaults, DerivedLen, batch_defaults, derived_max_model_len
-from configurator.vllm.versions import Behaviour, behaviour, uses_v2_runner
+from configurator.vllm.versions import CHECKPOINT_CONFIG_METHODS, Behaviour, behaviour, uses_v2_runner
 
 _DTYPE_ALIASES = {"auto": None, "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
                   "float": "float32", "float32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -114,13 +114,17 @@ def _check_parallel(model: ModelSpec, tp: int, pp: int) -> None:
         raise InputError(f"pipeline parallel size {pp} exceeds the {model.num_hidden_layers} layers")
 
 
+# Without a GPU, the per-token and per-sequence arithmetic still holds: it runs against a stand-in
+# of unknown architecture (no Hopper / Blackwell block-size rules), whose budget is never shown.
+NO_GPU = GPU(name="", display_name="no GPU given", vendor="nvidia", total_bytes=80 * 2**30,
+             total_source="none: pass --gpu or --gpu-memory", compute_capability="")
+
+
 def resolve_inputs(req: EstimateRequest) -> Inputs:
-    """Resolve the request for one release and GPU. Raises InputError on bad input."""
+    """Resolve the request for one release and GPU (NO_GPU when none is named). Raises InputError."""
     b = behaviour(req.vllm_version or "latest")
     model = req.model if isinstance(req.model, ModelSpec) else resolve_model(req.model)
-    gpu = resolve_gpu(req)
-    if gpu is None:
-        raise InputError("name a GPU with --gpu (see `vllm-configurator gpus`) or give --gpu-memory")
+    gpu = resolve_gpu(req) or NO_GPU
     f = dict(req.flags)
     check_flags(f)
     warnings: list[str] = []
@@ -134,6 +138,16 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     if dtype_flag not in _DTYPE_ALIASES:
         raise InputError(f"unknown --dtype '{dtype_flag}' (auto, half, float16, bfloat16, float32)")
     dtype = _DTYPE_ALIASES[dtype_flag] or model.dtype
+    gpu_name = gpu.product_name or gpu.display_name
+    if dtype == "bfloat16" and 0 < gpu.sm < 80:
+        if dtype_flag == "auto" and b.auto_dtype_fallback:
+            dtype = "float16"
+            warnings.append(messages.dtype_fallback(gpu_name))
+        else:
+            errors.append(messages.bf16_unsupported(gpu_name, gpu.compute_capability))
+    method = str(f.get("quantization") or "").lower()
+    if method in CHECKPOINT_CONFIG_METHODS and model.quant.method is None:
+        errors.append(messages.quant_config_missing(method))
     kv_name = str(f.get("kv_cache_dtype") or "auto")
     kv = kv_dtype(kv_name, model, dtype)
     if kv_name == "auto" and model.quant.kv_cache_dtype and not b.checkpoint_kv_auto:

@@ -7,8 +7,8 @@ all call `estimate()`; they only change the edges.
 from __future__ import annotations
 
 from configurator.estimate.budget import plan_budget
-from configurator.estimate.explain import explain
-from configurator.estimate.inputs import resolve_inputs
+from configurator.estimate.explain import explain, explain_without_gpu
+from configurator.estimate.inputs import NO_GPU, resolve_inputs
 from configurator.estimate.layout import plan_kv_layout
 from configurator.estimate.result import EstimateRequest, EstimateResult
 from configurator.estimate.verdict import decide
@@ -19,5 +19,7 @@ def estimate(req: EstimateRequest) -> EstimateResult:
     inp = resolve_inputs(req)
     budget = plan_budget(inp, req)
     kvp = plan_kv_layout(inp)
+    if inp.gpu is NO_GPU:
+        return explain_without_gpu(inp, kvp, budget)
     verdict = decide(inp, kvp, budget)
     return explain(inp, kvp, budget, verdict)

@@ -31,6 +31,8 @@ class GroupInfo(BaseModel):
     block_size: int
     page_bytes: int
     blocks_per_request: int
+    window_tokens: int = Field(0, description="sliding window / attention chunk (tokens); 0 when the group keeps "
+                                              "every token or a fixed state")
 
 
 class KVCacheInfo(BaseModel):
@@ -44,6 +46,11 @@ class KVCacheInfo(BaseModel):
     bytes_per_block: int
     num_blocks: int = Field(description="blocks in the pool (min over workers, null block included)")
     blocks_per_request: int
+    bytes_per_request: int = Field(0, description="what vLLM reserves for one request of max_model_len: "
+                                                  "blocks_per_request x bytes_per_block (windows include the "
+                                                  "in-flight tokens)")
+    in_flight_tokens: int = Field(0, description="tokens a request may have scheduled beyond its window "
+                                                 "(max_num_batched_tokens x concurrent batches)")
     tokens: int = Field(description="'GPU KV cache size: N tokens'")
     max_concurrency: float = Field(description="'Maximum concurrency for L tokens per request: Cx'")
     groups: list[GroupInfo]
@@ -83,6 +90,11 @@ class EstimateResult(BaseModel):
     flags: dict[str, Any] = Field(description="every resolved engine argument, defaults filled in")
     memory: MemoryBreakdown
     kv_cache: KVCacheInfo
+    needs_gpu: str | None = Field(None, description="set when no GPU was named: what could not be predicted "
+                                                     "(the budget, KV pool, tokens, concurrency, the verdict "
+                                                     "beyond the flags)")
+    vllm_log: list[str] = Field(default_factory=list, description="the memory lines vLLM would log at start-up, "
+                                                                   "in this release's format")
     errors: list[str] = Field(description="vLLM's own refusal text, when it would refuse")
     warnings: list[str]
     derivation: list[str] = Field(description="the arithmetic, step by step, with the model's numbers")

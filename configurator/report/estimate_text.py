@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from configurator.units import GiB, format_gib, human_bytes
+from configurator.units import GiB, human_bytes
 
 
 def _gib(b: int) -> str:
@@ -18,6 +18,9 @@ def render(r, stream: IO[str]) -> None:
     con = Console(file=stream, highlight=False, soft_wrap=True,
                   force_terminal=None if stream.isatty() else False, width=100)
     m, kv, f = r.memory, r.kv_cache, r.flags
+    if r.needs_gpu:
+        _render_without_gpu(con, r)
+        return
     verdict = Text("FITS: vLLM should start", style="bold green") if r.fits else \
         Text("REFUSED: vLLM would not start", style="bold red")
     con.print(Text(f"{r.model.name} on {r.gpu.display_name}"
@@ -26,12 +29,8 @@ def render(r, stream: IO[str]) -> None:
     con.print(verdict)
     con.print()
     con.print(Text("What vLLM would log (per GPU):", style="bold"))
-    if not f.get("kv_cache_memory_bytes"):
-        con.print(f"  Model loading took {m.weights_bytes / GiB:.2f} GiB")
-    con.print(f"  Available KV cache memory: {format_gib(m.kv_cache_bytes)} GiB")
-    if kv.num_blocks:
-        con.print(f"  GPU KV cache size: {kv.tokens:,} tokens")
-        con.print(f"  Maximum concurrency for {f['max_model_len']:,} tokens per request: {kv.max_concurrency:.2f}x")
+    for line in r.vllm_log:
+        con.print(f"  {line}")
     con.print()
     _bar(con, m)
     con.print()
@@ -91,3 +90,25 @@ def _bar(con, m, width: int = 60) -> None:
     bar.append("]")
     con.print(bar)
     con.print("   W weights  A activations/overheads  G CUDA graphs  K KV cache  - outside gpu_memory_utilization")
+
+
+def _render_without_gpu(con, r) -> None:
+    from rich.text import Text
+
+    kv = r.kv_cache
+    con.print(Text(f"{r.model.name}, vLLM {r.vllm_version} (no GPU given)", style="bold"))
+    con.print()
+    con.print(Text("Without a GPU:", style="bold"))
+    con.print(f"  weights per GPU: {_gib(r.memory.weights_bytes)}")
+    con.print(f"  KV per token: {kv.bytes_per_token:,} B ({kv.dtype})")
+    per_seq = kv.bytes_per_token * r.flags["max_model_len"] + kv.window_bytes_per_sequence + \
+        kv.state_bytes_per_sequence
+    con.print(f"  KV per sequence of {r.flags['max_model_len']:,} tokens: {human_bytes(per_seq)}")
+    con.print()
+    con.print(Text("How it adds up:", style="bold"))
+    for line in r.derivation:
+        con.print(f"  {line}")
+    for w in r.warnings:
+        con.print(Text(f"warning: {w}", style="yellow"))
+    for e in r.errors:
+        con.print(Text(f"vLLM: {e}", style="red"))

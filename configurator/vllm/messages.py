@@ -72,3 +72,42 @@ def weights_oom(weights_bytes: int, free_bytes: int, tp: int, pp: int) -> str:
     return (f"CUDA out of memory while loading the model: {format_gib(weights_bytes)} GiB of weights per GPU "
             f"(tensor parallel {tp}, pipeline parallel {pp}) exceed the {format_gib(free_bytes)} GiB free. "
             f"Use more GPUs or a quantized checkpoint.")
+
+
+def startup_log(style: str, *, weights_bytes: int | None, available_bytes: int, tokens: int | None,
+                max_model_len: int, max_concurrency: float) -> list[str]:
+    """The memory lines vLLM logs at start-up, in the release's own format (the load time, which a
+    prediction cannot know, is left out). Model loading: gpu_model_runner.py; available memory:
+    gpu_worker.py; capacity: kv_cache_utils.py (two lines until 0.27, one from 0.28)."""
+    lines = []
+    if weights_bytes is not None:
+        amount = f"{weights_bytes / GiB:.4f}" if style in ("v0_10", "v0_12") else f"{format_gib(weights_bytes)}"
+        lines.append(f"Model loading took {amount} GiB{'' if style == 'v0_10' else ' memory'} and ... seconds")
+    avail = f"{available_bytes / GiB:.2f}" if style in ("v0_10", "v0_12") else f"{format_gib(available_bytes)}"
+    lines.append(f"Available KV cache memory: {avail} GiB")
+    if tokens is not None:
+        conc = (f"Maximum concurrency for {max_model_len:,} tokens per request: {max_concurrency:.2f}x")
+        if style == "v0_28":
+            lines.append(f"GPU KV cache size: {tokens:,} tokens, {conc}")
+        else:
+            lines += [f"GPU KV cache size: {tokens:,} tokens", conc]
+    return lines
+
+
+def quant_config_missing(method: str) -> str:
+    """`--quantization` of a checkpoint-config method on a checkpoint that has none
+    (model_executor/model_loader/weight_utils.py::get_quant_config)."""
+    return f"Cannot find the config file for {method}"
+
+
+def bf16_unsupported(gpu_name: str, compute_capability: str) -> str:
+    """bfloat16 on a GPU below compute capability 8.0 (platforms/cuda.py::check_if_supports_dtype from
+    0.11; v1/worker/gpu_worker.py::_check_if_gpu_supports_dtype before; same words since 0.8)."""
+    return ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0. "
+            f"Your {gpu_name} GPU has compute capability {compute_capability}. You can use float16 instead "
+            "by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.")
+
+
+def dtype_fallback(gpu_name: str) -> str:
+    """--dtype auto on a GPU without bfloat16 (config/model.py::_resolve_auto_dtype, 0.10+)."""
+    return f"Your device {gpu_name} doesn't support torch.bfloat16. Falling back to torch.float16 for compatibility."

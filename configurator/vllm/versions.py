@@ -96,6 +96,11 @@ class Behaviour:
     messages: Literal["v0_11", "v0_13", "v0_15", "v0_23"] = "v0_23"
     # --max-model-len auto / -1 fits the length to memory
     auto_max_model_len: bool = True
+    # start-up log lines (configurator.vllm.messages.startup_log): 'v0_10' "%.4f GiB and" (<= 0.11),
+    # 'v0_12' "%.4f GiB memory and", 'v0_14' format_gib, 'v0_28' one combined capacity line (0.28+)
+    log_style: Literal["v0_10", "v0_12", "v0_14", "v0_28"] = "v0_28"
+    # --dtype auto on a GPU without bfloat16 falls back to float16 (config/model.py, 0.10+)
+    auto_dtype_fallback: bool = True
 
 
 # One row per change; each row lists only what changed at that release (first release seen with it
@@ -109,9 +114,12 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     hybrid_align="fixed16", chunked_local_hma=False,
                     mla_block="flashmla", batch_tiers="two_tiers", gb10_small_tier=False,
                     batch_clamp=False, requested_rounding="float", checkpoint_kv_auto=False,
-                    yarn_max_len="scale", messages="v0_11", auto_max_model_len=False)),
+                    yarn_max_len="scale", messages="v0_11", auto_max_model_len=False,
+                    log_style="v0_10")),
     ("0.11.0", dict(tokens="blocks")),
+    ("0.12.0", dict(log_style="v0_12")),
     ("0.13.0", dict(messages="v0_13", hybrid_prefix_caching_supported=True, nemotron_h_ssm_dtype="float16")),
+    ("0.14.0", dict(log_style="v0_14")),
     ("0.15.0", dict(fit_check="first_group", messages="v0_15", auto_max_model_len=True,
                     requested_rounding="ceil",
                     mamba_all_mode=True, chunked_local_hma=True, mla_block="fi_mla")),
@@ -123,11 +131,24 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.24.0", dict(v2_scope="dense")),
     ("0.26.0", dict(in_flight="batches")),
     ("0.27.0", dict(accounting="consumed")),
-    ("0.28.0", dict(hybrid_prefix_caching=True, mamba_all_mode=False, batch_tiers="three_tiers")),
+    ("0.28.0", dict(log_style="v0_28", hybrid_prefix_caching=True, mamba_all_mode=False, batch_tiers="three_tiers")),
     ("0.29.0", dict(fit_check="blocks", v2_runner=True, v2_scope="all", v2_cudagraph_estimate=True)),
     ("0.30.0", dict(yarn_max_len="as_is")),
     ("0.33.0", dict(mamba_checkpoint_block=True, gb10_small_tier=True)),
 )
+
+
+# Quantization methods whose config class names checkpoint config files (get_config_filenames is not
+# empty) and that no online shorthand covers: on a checkpoint without that config vLLM's loader
+# raises "Cannot find the config file for <method>" (model_executor/model_loader/weight_utils.py
+# get_quant_config, 0.10-0.33; the classes in model_executor/layers/quantization/: awq, awq_marlin,
+# gptq*, bitblas, hqq, moe_wna16, auto-round / inc, modelopt*, petit). Online methods (fp8,
+# fbgemm_fp8, experts_int8, bitsandbytes, mxfp4, ...) quantize a full-precision checkpoint while loading.
+CHECKPOINT_CONFIG_METHODS = frozenset({
+    "awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_marlin_24", "gptq_bitblas", "bitblas", "hqq",
+    "moe_wna16", "auto-round", "inc", "modelopt", "modelopt_fp4", "modelopt_mxfp8", "modelopt_mixed",
+    "petit_nvfp4",
+})
 
 
 def uses_v2_runner(b: Behaviour, model_type: str, is_moe: bool, quantized: bool) -> bool:
