@@ -8,6 +8,7 @@ from configurator.estimate.budget import plan_budget, requested_bytes
 from configurator.estimate.explain import explain
 from configurator.estimate.inputs import resolve_inputs
 from configurator.estimate.layout import plan_kv_layout
+from configurator.estimate.pipeline import with_band
 from configurator.estimate.verdict import decide
 from configurator.units import GiB
 
@@ -48,7 +49,7 @@ def test_layout_and_verdict_alone():
     assert v.capacity.num_blocks == b.available_bytes // kvp.layout.bytes_per_block()
     assert v.capacity.blocks_per_request == 4096 // 16 and not v.errors
     r = explain(inp, kvp, b, v)
-    assert r == estimate(_req(max_model_len=4096))
+    assert with_band(r, inp, kvp, b, v) == estimate(_req(max_model_len=4096))
 
 
 def _imports(path: Path) -> set[str]:
@@ -66,3 +67,29 @@ def test_no_calibration_estimate_cycle_and_version_data_is_plain():
         assert not any(m.startswith("configurator.calibration") for m in _imports(p)), p
     for name in ("versions.py", "defaults.py", "overhead_data.py", "messages.py"):
         assert not any(m.startswith("configurator.memory") for m in _imports(ROOT / "vllm" / name)), name
+
+
+def test_band_from_the_table_and_verdict_across_it():
+    from configurator.estimate.band import band_bytes
+    from configurator.model.resolve import resolve_model
+
+    r = estimate(_req(max_model_len=8192))
+    below, above, _ = band_bytes("0.33.0", resolve_model("meta-llama/Llama-3.1-8B-Instruct"))
+    assert r.kv_cache_bytes_low == r.memory.kv_cache_bytes - below
+    assert r.kv_cache_bytes_high == r.memory.kv_cache_bytes + above
+    assert r.verdict == "fits" and any(line.startswith("error band:") for line in r.derivation)
+    exact = estimate(_req(max_model_len=8192, kv_cache_memory_bytes=4 * GiB))
+    assert exact.kv_cache_bytes_low == exact.kv_cache_bytes_high == 4 * GiB
+
+
+def test_at_risk_when_the_length_fits_only_at_the_optimistic_end():
+    # the KV one request of this length needs sits inside the band: neither fits nor refused
+    base = estimate(_req(model="Qwen/Qwen3-8B", gpu="l4", max_model_len=4096))
+    per_token = base.kv_cache.bytes_per_token
+    avail = base.memory.kv_cache_bytes
+    below = avail - base.kv_cache_bytes_low
+    inside = (avail - below // 2) // per_token // 16 * 16  # needs more than the pessimistic end holds
+    r = estimate(_req(model="Qwen/Qwen3-8B", gpu="l4", max_model_len=int(inside)))
+    assert r.verdict == "at-risk" and r.fits
+    far = estimate(_req(model="Qwen/Qwen3-8B", gpu="l4", max_model_len=40960))
+    assert far.verdict == "refused"  # refused even at the optimistic end

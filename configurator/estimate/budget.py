@@ -42,6 +42,7 @@ class Budget:
     kv_bytes_flag: int | None  # --kv-cache-memory-bytes
     stages: tuple[range, ...]  # layers of each PP stage
     weights_oom: bool
+    calibrated: bool = False  # measured weights and overheads from a calibration file
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     derivation: tuple[str, ...] = ()
@@ -157,5 +158,5 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         errors.append(messages.weights_oom(weights, free, tp, pp))
     return Budget(total_bytes=total, requested_bytes=requested, weights=w, weights_bytes=weights, overheads=ov,
                   other_bytes=other, available_bytes=available, free_bytes=free, kv_bytes_flag=kv_bytes_flag,
-                  stages=tuple(stages), weights_oom=weights_oom, errors=tuple(errors),
+                  stages=tuple(stages), weights_oom=weights_oom, calibrated=cal is not None, errors=tuple(errors),
                   warnings=tuple(warnings), derivation=tuple(derivation))

@@ -6,12 +6,16 @@ all call `estimate()`; they only change the edges.
 
 from __future__ import annotations
 
-from configurator.estimate.budget import plan_budget
+from dataclasses import replace
+
+from configurator.estimate.band import CALIBRATED_BYTES, band_bytes
+from configurator.estimate.budget import Budget, plan_budget
 from configurator.estimate.explain import explain, explain_without_gpu
-from configurator.estimate.inputs import NO_GPU, resolve_inputs
-from configurator.estimate.layout import plan_kv_layout
+from configurator.estimate.inputs import NO_GPU, Inputs, resolve_inputs
+from configurator.estimate.layout import KVPlan, plan_kv_layout
 from configurator.estimate.result import EstimateRequest, EstimateResult
-from configurator.estimate.verdict import decide
+from configurator.estimate.verdict import Verdict, decide
+from configurator.units import format_gib
 
 
 def estimate(req: EstimateRequest) -> EstimateResult:
@@ -22,4 +26,35 @@ def estimate(req: EstimateRequest) -> EstimateResult:
     if inp.gpu is NO_GPU:
         return explain_without_gpu(inp, kvp, budget)
     verdict = decide(inp, kvp, budget)
-    return explain(inp, kvp, budget, verdict)
+    result = explain(inp, kvp, budget, verdict)
+    return with_band(result, inp, kvp, budget, verdict)
+
+
+def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, verdict: Verdict) -> EstimateResult:
+    """The available-KV band and the verdict across it (configurator/estimate/band.py)."""
+    avail = budget.available_bytes
+    if budget.kv_bytes_flag:
+        below = above = 0
+        why = "--kv-cache-memory-bytes: vLLM uses exactly this many bytes"
+    elif budget.calibrated:
+        below = above = CALIBRATED_BYTES
+        why = "calibrated from a real log of this model, GPU and release"
+    else:
+        below, above, row = band_bytes(inp.b.version, inp.model)
+        why = f"the dev logs' 90th-percentile error for {row} (profiles/error_bands.yaml)"
+    low, high = avail - below, avail + above
+    fixed = bool(inp.errors or budget.errors)  # refusals the band does not move
+    at_high = decide(inp, kvp, replace(budget, available_bytes=high)).errors if above else verdict.errors
+    at_low = decide(inp, kvp, replace(budget, available_bytes=low)).errors if below else verdict.errors
+    if fixed or at_high:
+        state = "refused"
+    elif verdict.errors or at_low:
+        state = "at-risk"
+    else:
+        state = "fits"
+    derivation = list(result.derivation)
+    if below or above:
+        derivation.append(f"error band: available KV {format_gib(low)} to {format_gib(high)} GiB ({why}); "
+                          f"verdict {state}")
+    return result.model_copy(update={"verdict": state, "kv_cache_bytes_low": low, "kv_cache_bytes_high": high,
+                                     "derivation": derivation})

@@ -21,8 +21,10 @@ def render(r, stream: IO[str]) -> None:
     if r.needs_gpu:
         _render_without_gpu(con, r)
         return
-    verdict = Text("FITS: vLLM should start", style="bold green") if r.fits else \
-        Text("REFUSED: vLLM would not start", style="bold red")
+    verdict = {"fits": Text("FITS: vLLM should start", style="bold green"),
+               "at-risk": Text("AT RISK: vLLM starts or refuses within the prediction's error band",
+                               style="bold yellow"),
+               "refused": Text("REFUSED: vLLM would not start", style="bold red")}[r.verdict]
     con.print(Text(f"{r.model.name} on {r.gpu.display_name}"
                    f"{' x ' + str(r.gpu.count) if r.gpu.count > 1 else ''}, vLLM {r.vllm_version}",
                    style="bold"))
@@ -31,6 +33,9 @@ def render(r, stream: IO[str]) -> None:
     con.print(Text("What vLLM would log (per GPU):", style="bold"))
     for line in r.vllm_log:
         con.print(f"  {line}")
+    if r.kv_cache_bytes_low is not None and r.kv_cache_bytes_high != r.kv_cache_bytes_low:
+        con.print(f"  (available KV cache memory between {_gib(r.kv_cache_bytes_low)} and "
+                  f"{_gib(r.kv_cache_bytes_high)})")
     con.print()
     _bar(con, m)
     con.print()
