@@ -60,8 +60,8 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
     derivation += explain_pool(info, max_len, inp.max_num_seqs, available, inp.mcb, v.mnbt)
     given = [name for name, val in (("max_num_seqs", inp.seqs_user), ("max_num_batched_tokens", inp.mnbt_user))
              if val is None]
-    derivation.insert(0, f"max_model_len {max_len:,} "
-                         f"({'user' if inp.user_len not in (None, -1) else inp.derived.why}); "
+    why_len = "user" if inp.user_len not in (None, -1) else (inp.derived.default_why or inp.derived.why)
+    derivation.insert(0, f"max_model_len {max_len:,} ({why_len}); "
                          f"max_num_seqs {inp.max_num_seqs}, max_num_batched_tokens {v.mnbt:,}"
                          + (f" ({' and '.join(given)}: vLLM's default for {inp.batch.tier})" if given else ""))
     warnings = [*inp.warnings, *kvp.warnings, *budget.warnings, *v.warnings]
@@ -110,7 +110,8 @@ def explain_without_gpu(inp: Inputs, kvp: KVPlan, budget: Budget) -> EstimateRes
     info = KVCacheInfo(dtype=kv.name, bytes_per_token=grows, window_bytes_per_sequence=window_bytes,
                        state_bytes_per_sequence=state, block_size=kvp.block_size, bytes_per_block=0, num_blocks=0,
                        blocks_per_request=0, tokens=0, max_concurrency=0.0, groups=[])
-    derivation = [f"max_model_len {max_len:,} ({'user' if inp.user_len not in (None, -1) else inp.derived.why})",
+    why_len = "user" if inp.user_len not in (None, -1) else (inp.derived.default_why or inp.derived.why)
+    derivation = [f"max_model_len {max_len:,} ({why_len})",
                   f"weights per GPU (TP {inp.tp}, PP {inp.pp}): {_sz(budget.weights_bytes)}"]
     derivation += explain_kv(model, kvp.rank.specs, kv, inp.tp, max_len, inp.max_num_seqs, grows, window_bytes, state)
     derivation.append(f"one sequence of {max_len:,} tokens: {_sz(per_seq)} of KV per GPU")

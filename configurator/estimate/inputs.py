@@ -164,7 +164,7 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     user_len = f.get("max_model_len")
     if user_len == -1 and not b.auto_max_model_len:
         raise InputError(f"--max-model-len auto/-1 is not supported by vLLM {b.version} (added in 0.15)")
-    max_len = derived.value if user_len in (None, -1) else int(user_len)
+    max_len = derived.default_len if user_len in (None, -1) else int(user_len)
     if user_len not in (None, -1) and max_len > derived.value:
         errors.append(messages.user_len_too_long(max_len, derived.value, derived.key))
     bd = batch_defaults(b, gpu, "server" if req.entry == "server" else "offline")

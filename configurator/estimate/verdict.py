@@ -82,6 +82,8 @@ def decide(inp: Inputs, kvp: KVPlan, budget: Budget) -> Verdict:
     if layout.groups and not budget.weights_oom:
         limiting = min(wks, key=lambda wk: (wk.available_bytes // max(layout.bytes_per_block(wk.layer_ids), 1)))
         chk = fit_check(layout, limiting, limits, rules)
+        if rules.fit_check == "layers":  # 0.10-0.13: every worker checks its own layers, the first failure raises
+            chk = next((c for c in (fit_check(layout, wk, limits, rules) for wk in wks) if not c.ok), chk)
         if chk.no_memory:
             errors.append(messages.no_memory(b.messages))
         elif not chk.ok:

@@ -90,11 +90,16 @@ def kv_capacity(layout: KVCacheLayout, workers: list[Worker], limits: RequestLim
     return KVCapacity(num_blocks, bpb, per_req, concurrency, tokens, num_blocks * bpb)
 
 
-def _needed(layout: KVCacheLayout, limits: RequestLimits, rules: CapacityRules, bpb: int) -> int:
+def _needed(layout: KVCacheLayout, limits: RequestLimits, rules: CapacityRules, bpb: int,
+            layer_ids: frozenset[int] | None = None) -> int:
     if rules.fit_check == "layers":
-        return layout.max_memory_usage_bytes(limits)
+        # 0.10-0.13: each worker checks its own layers against its own memory (get_kv_cache_configs loops
+        # over workers; vllm/v1/core/kv_cache_utils.py, 0.11.0)
+        return layout.max_memory_usage_bytes(limits, layer_ids)
     if rules.fit_check == "first_group":
-        return bpb * layout.groups[0].blocks_per_request(limits)
+        # 0.15-0.17: the global groups (every layer of every PP stage) against min(available)
+        # (_check_enough_kv_cache_memory(min(available_memory), ...global_kv_cache_groups), 0.15.0)
+        return layout.bytes_per_block(None) * layout.groups[0].blocks_per_request(limits)
     return bpb * layout.blocks_per_request(limits)
 
 
@@ -107,18 +112,19 @@ def fit_check(layout: KVCacheLayout, worker: Worker, limits: RequestLimits,
     avail = worker.available_bytes - (bpb if rules.fit_check == "blocks" else 0)
     if avail <= 0:
         return FitCheck(False, True, 0, avail, 0)
-    needed = _needed(layout, limits, rules, bpb)
-    est = estimate_max_model_len(layout, avail, limits, rules, bpb)
+    needed = _needed(layout, limits, rules, bpb, worker.layer_ids)
+    est = estimate_max_model_len(layout, avail, limits, rules, bpb, worker.layer_ids)
     return FitCheck(needed <= avail, False, needed, avail, est)
 
 
 def estimate_max_model_len(layout: KVCacheLayout, available_bytes: int, limits: RequestLimits,
-                           rules: CapacityRules, bytes_per_block: int) -> int:
+                           rules: CapacityRules, bytes_per_block: int,
+                           layer_ids: frozenset[int] | None = None) -> int:
     """vLLM's estimate_max_model_len: binary search for the longest length whose request fits."""
     lo, hi, best = 1, limits.max_model_len, 0
     while lo <= hi:
         mid = (lo + hi) // 2
-        if _needed(layout, limits.with_len(mid), rules, bytes_per_block) <= available_bytes:
+        if _needed(layout, limits.with_len(mid), rules, bytes_per_block, layer_ids) <= available_bytes:
             best, lo = mid, mid + 1
         else:
             hi = mid - 1

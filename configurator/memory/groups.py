@@ -61,9 +61,12 @@ class KVCacheLayout:
             return max(s.blocks_per_request(limits) for s in self.groups[0].member_specs)
         return sum(g.blocks_per_request(limits) for g in self.groups)
 
-    def max_memory_usage_bytes(self, limits: RequestLimits) -> int:
-        """Sum over layers of each layer's own max_memory_usage_bytes (the 0.10/0.11 fit check)."""
-        return sum(s.max_memory_usage_bytes(limits) for g in self.groups for s in g.member_specs)
+    def max_memory_usage_bytes(self, limits: RequestLimits, layer_ids: frozenset[int] | None = None) -> int:
+        """Sum over a worker's layers (all when None) of each layer's own max_memory_usage_bytes
+        (the 0.10-0.13 fit check, run per worker on that worker's layers)."""
+        return sum(s.max_memory_usage_bytes(limits) for g in self.groups
+                   for lid, s in zip(g.layer_ids, g.member_specs, strict=False)
+                   if layer_ids is None or lid in layer_ids)
 
 
 def build_layout(specs: list[KVCacheSpec], *, hybrid_manager: bool = True) -> KVCacheLayout:

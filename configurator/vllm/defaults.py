@@ -46,9 +46,15 @@ def batch_defaults(b: Behaviour, gpu: GPU, entry: EntryPoint = "server") -> Batc
 
 @dataclass(frozen=True)
 class DerivedLen:
-    value: int
+    value: int  # the limit a user-given --max-model-len is checked against
     key: str  # which config key limited it
     why: str
+    default: int | None = None  # the length vLLM runs at when none is given (None: `value`)
+    default_why: str = ""
+
+    @property
+    def default_len(self) -> int:
+        return self.default if self.default is not None else self.value
 
 
 def derived_max_model_len(model: ModelSpec, b: Behaviour) -> DerivedLen:
@@ -64,9 +70,14 @@ def derived_max_model_len(model: ModelSpec, b: Behaviour) -> DerivedLen:
     rtype = str(rope.get("rope_type") or rope.get("type") or "")
     factor = rope.get("factor")
     why = f"{key} = {value:,}"
-    if rtype == "longrope" and rope.get("original_max_position_embeddings"):
-        value = int(rope["original_max_position_embeddings"])
-        why = f"longrope: original_max_position_embeddings = {value:,}"
+    if rtype in ("longrope", "su"):
+        # not scaled; from 0.11.1 the default length (no --max-model-len, or auto) is the top-level
+        # original_max_position_embeddings "to avoid performance degradation for shorter sequences"
+        # (vllm/config/model.py::_get_and_verify_max_len, 0.11.1-0.33.0); the limit stays as derived
+        ompe = model.text_config.get("original_max_position_embeddings")
+        if b.longrope_default_original and isinstance(ompe, int) and ompe > 0:
+            return DerivedLen(value, key, why, default=ompe,
+                              default_why=f"longrope: vLLM defaults to original_max_position_embeddings = {ompe:,}")
     elif rtype and isinstance(factor, int | float) and not model.model_type.startswith("gemma3"):
         if rtype == "yarn" and b.yarn_max_len == "as_is":
             pass

@@ -99,6 +99,8 @@ class Behaviour:
     # start-up log lines (configurator.vllm.messages.startup_log): 'v0_10' "%.4f GiB and" (<= 0.11),
     # 'v0_12' "%.4f GiB memory and", 'v0_14' format_gib, 'v0_28' one combined capacity line (0.28+)
     log_style: Literal["v0_10", "v0_12", "v0_14", "v0_28"] = "v0_28"
+    # LongRoPE: the default max_model_len is the top-level original_max_position_embeddings (0.11.1+)
+    longrope_default_original: bool = True
     # --dtype auto on a GPU without bfloat16 falls back to float16 (config/model.py, 0.10+)
     auto_dtype_fallback: bool = True
 
@@ -115,8 +117,9 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     mla_block="flashmla", batch_tiers="two_tiers", gb10_small_tier=False,
                     batch_clamp=False, requested_rounding="float", checkpoint_kv_auto=False,
                     yarn_max_len="scale", messages="v0_11", auto_max_model_len=False,
-                    log_style="v0_10")),
+                    log_style="v0_10", longrope_default_original=False)),
     ("0.11.0", dict(tokens="blocks")),
+    ("0.11.1", dict(longrope_default_original=True)),
     ("0.12.0", dict(log_style="v0_12")),
     ("0.13.0", dict(messages="v0_13", hybrid_prefix_caching_supported=True, nemotron_h_ssm_dtype="float16")),
     ("0.14.0", dict(log_style="v0_14")),
