@@ -42,3 +42,36 @@ def test_pp_fit_check_is_whole_model_vs_smallest_worker_in_0_15_to_0_17():
         r = _pp_case(version)
         assert any("To serve at least one request" in e for e in r.errors), version
         assert r.verdict == "refused"
+
+
+def test_v1_releases_0_8_and_0_9_are_modelled_from_their_source():
+    # EngineArgs._set_default_args_v1: 0.8.0-0.8.4 by device name; 0.8.5 >= 70 GiB with A100; 0.9.0+ not A100
+    assert _est("Qwen/Qwen3-8B", "h100-80gb", "0.8.2", max_model_len=8192).flags["max_num_batched_tokens"] == 8192
+    assert _est("Qwen/Qwen3-8B", "a100-80gb", "0.8.2", max_model_len=8192).flags["max_num_batched_tokens"] == 2048
+    assert _est("Qwen/Qwen3-8B", "a100-80gb", "0.8.5", max_model_len=8192).flags["max_num_seqs"] == 1024
+    assert _est("Qwen/Qwen3-8B", "a100-80gb", "0.9.0", max_model_len=8192).flags["max_num_seqs"] == 256
+    # gpu_worker.determine_available_memory (0.8.5): non-torch bytes in use, the CUDA context too, are
+    # subtracted; 0.9.1 moved to memory_profiling (weights + peak increase + non-torch increase)
+    old = _est("Qwen/Qwen3-8B", "h100-80gb", "0.9.0", max_model_len=8192)
+    new = _est("Qwen/Qwen3-8B", "h100-80gb", "0.9.1", max_model_len=8192)
+    assert new.memory.kv_cache_bytes - old.memory.kv_cache_bytes >= 512 * 2**20
+    # 0.8.0-0.9.0 log no "Available KV cache memory" line; 0.8.0-0.8.2 print "GB"
+    assert not any(x.startswith("Available KV") for x in old.vllm_log)
+    first = _est("Qwen/Qwen3-8B", "h100-80gb", "0.8.0", max_model_len=8192).vllm_log[0]
+    assert first.startswith("Model loading took") and " GB and" in first
+
+
+@pytest.mark.parametrize("version,gpu,flags", [
+    ("0.7.3", "h100-80gb", {}),  # a V0-engine release
+    ("0.10.0", "t4", {}),  # V1 falls back to V0 below compute capability 8.0 until 0.10.1.1
+    ("0.9.2", "a100-80gb", {"kv_cache_dtype": "fp8"}),  # fp8 KV in V1 only with FlashAttention 3 on Hopper
+])
+def test_v0_gets_one_line_and_what_is_known(version, gpu, flags):
+    r = _est("Qwen/Qwen3-8B", gpu, version, max_model_len=8192, **flags)
+    assert r.not_modelled and "V0" in r.not_modelled
+    assert r.kv_cache.bytes_per_token > 0 and r.memory.weights_bytes > 0 and r.kv_cache.num_blocks == 0
+
+
+def test_v1_on_turing_from_0_10_2_is_modelled():
+    r = _est("Qwen/Qwen3-1.7B", "t4", "0.10.2", max_model_len=4096, dtype="half")
+    assert r.not_modelled is None and r.kv_cache.num_blocks > 0

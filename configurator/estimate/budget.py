@@ -146,10 +146,16 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         available = int(kv_bytes_flag)
         derivation.append(f"--kv-cache-memory-bytes {available:,} B ({format_gib(available)} GiB): "
                           f"vLLM skips profiling and ignores --gpu-memory-utilization")
+    # memory taken before vLLM's baseline snapshot: the CUDA context, NCCL, other processes
+    pre_baseline = CUDA_CONTEXT_BYTES + (NCCL_INIT_BYTES if tp * pp > 1 else 0) + int(req.gpu_memory_used)
+    if kv_bytes_flag:
+        pass
+    elif b.accounting == "peak_all":
+        # 0.8.0-0.9.0: total x util - (torch peak + every non-torch byte in use, the pre-baseline ones too)
+        available = requested - weights - ov.activation_bytes - ov.non_torch_bytes - pre_baseline
     else:
         available = requested - weights - ov.activation_bytes - ov.non_torch_bytes - ov.cudagraph_bytes - other
     # free memory at start: vLLM refuses when it is below util x total
-    pre_baseline = CUDA_CONTEXT_BYTES + (NCCL_INIT_BYTES if tp * pp > 1 else 0) + int(req.gpu_memory_used)
     free = total - pre_baseline
     if not kv_bytes_flag and free < requested:
         errors.append(messages.free_memory("cuda:0", free, total, inp.util, requested))

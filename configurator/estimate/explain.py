@@ -96,14 +96,13 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
         warnings=warnings, derivation=derivation)
 
 
-NO_GPU_NAME = "no GPU given"
 NEEDS_GPU = ("the budget (gpu_memory_utilization x the GPU's memory) and so the available KV cache memory, "
              "blocks, tokens, concurrency and whether vLLM starts: pass --gpu (see `vllm-configurator gpus`) "
              "or --gpu-memory")
 
 
-def explain_without_gpu(inp: Inputs, kvp: KVPlan, budget: Budget) -> EstimateResult:
-    """What holds without a GPU: weights per GPU, KV per token and per sequence; says what needs one."""
+def explain_limited(inp: Inputs, kvp: KVPlan, budget: Budget, reason: str) -> EstimateResult:
+    """What holds without a GPU or on V0: weights per GPU, KV per token and per sequence, and why no more."""
     model, kv, max_len = inp.model, inp.kv, inp.max_len
     grows, window_bytes, state = per_sequence_costs(kvp.rank.specs, kvp.layout, max_len, kvp.limits)
     per_seq = grows * max_len + window_bytes + state
@@ -115,7 +114,7 @@ def explain_without_gpu(inp: Inputs, kvp: KVPlan, budget: Budget) -> EstimateRes
                   f"weights per GPU (TP {inp.tp}, PP {inp.pp}): {_sz(budget.weights_bytes)}"]
     derivation += explain_kv(model, kvp.rank.specs, kv, inp.tp, max_len, inp.max_num_seqs, grows, window_bytes, state)
     derivation.append(f"one sequence of {max_len:,} tokens: {_sz(per_seq)} of KV per GPU")
-    derivation.append(f"needs a GPU: {NEEDS_GPU}")
+    derivation.append(f"not predicted: {reason}")
     kinds: dict[str, int] = {}
     for g in model.layers:
         kinds[g.kind] = kinds.get(g.kind, 0) + 1
@@ -128,14 +127,15 @@ def explain_without_gpu(inp: Inputs, kvp: KVPlan, budget: Budget) -> EstimateRes
                         quantization=model.quant.method,
                         weights_source=(model.weights_source or "checkpoint size") if w.source == "checkpoint"
                         else f"{w.params / 1e9:.2f}B parameters from config.json", notes=list(model.notes)),
-        gpu=GPUInfo(name="", display_name=NO_GPU_NAME, total_bytes=0, total_source="none",
+        gpu=GPUInfo(name=inp.gpu.name, display_name=inp.gpu.display_name,
+                    total_bytes=inp.gpu.total_bytes if inp.gpu.name else 0, total_source=inp.gpu.total_source,
                     count=inp.tp * inp.pp * inp.dp),
         flags={"model": model.name, "max_model_len": max_len, "kv_cache_dtype": inp.kv_name, "dtype": inp.dtype,
                "tensor_parallel_size": inp.tp, "pipeline_parallel_size": inp.pp, **inp.flags},
         memory=MemoryBreakdown(total_bytes=0, requested_bytes=0, weights_bytes=budget.weights_bytes,
                                activation_bytes=0, non_torch_bytes=0, cudagraph_bytes=0, kv_cache_bytes=0),
         kv_cache=info, errors=errors, warnings=list(inp.warnings), derivation=derivation,
-        needs_gpu=NEEDS_GPU)
+        not_modelled=reason)
 
 
 def request_bytes(kv: KVCacheInfo, tokens: int) -> int:

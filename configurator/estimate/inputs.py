@@ -55,6 +55,7 @@ class Inputs:
     mcb: int  # max_concurrent_batches: how many batches a request may have in flight
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    v0_reason: str | None = None  # vLLM would run its V0 engine, which is not modelled
 
     @property
     def auto_len(self) -> bool:
@@ -190,8 +191,26 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     v2 = uses_v2_runner(b, model.model_type, is_moe, model.quant.method is not None or bool(f.get("quantization")))
     # max_concurrent_batches with async scheduling: pp + 1 on runner V2, else 2 (pp = 1) or pp
     mcb = (pp + 1 if v2 else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
-    return Inputs(b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype, kv_name=kv_name, kv=kv,
+    v0 = v0_reason(b, gpu, kv_name)
+    return Inputs(v0_reason=v0, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
+                  kv_name=kv_name, kv=kv,
                   util=util, derived=derived, user_len=user_len, max_len=max_len, batch=bd, seqs_user=seqs_user,
                   mnbt_user=mnbt_user, max_num_seqs=max_num_seqs, mnbt=mnbt, chunked=chunked,
                   eager=bool(f.get("enforce_eager")), prefix=prefix, is_moe=is_moe, v2=v2, mcb=mcb,
                   errors=tuple(errors), warnings=tuple(warnings))
+
+
+def v0_reason(b: Behaviour, gpu: GPU, kv_name: str) -> str | None:
+    """Why vLLM would run its V0 engine here (not modelled), or None."""
+    if b.engine == "v0":
+        return (f"vLLM {b.version} runs the V0 engine by default (V1 is the default from 0.8.0), and V0's "
+                f"start-up is not modelled")
+    if not b.v1_needs_sm80:
+        return None
+    if 0 < gpu.sm < 80:
+        why = messages.v1_fallback("Compute Capability < 8.0")
+    elif kv_name != "auto" and kv_name.startswith("fp8") and gpu.sm != 90:
+        why = messages.v1_fallback("--kv-cache-dtype")  # only FlashAttention 3 on Hopper runs fp8 KV in V1
+    else:
+        return None
+    return f"vLLM {b.version} would log '{why}' (EngineArgs._is_v1_supported_oracle); V0 is not modelled"

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from configurator.estimate.band import CALIBRATED_BYTES, band_bytes
 from configurator.estimate.budget import Budget, plan_budget
-from configurator.estimate.explain import explain, explain_without_gpu
+from configurator.estimate.explain import NEEDS_GPU, explain, explain_limited
 from configurator.estimate.inputs import NO_GPU, Inputs, resolve_inputs
 from configurator.estimate.layout import KVPlan, plan_kv_layout
 from configurator.estimate.result import EstimateRequest, EstimateResult
@@ -24,7 +24,9 @@ def estimate(req: EstimateRequest) -> EstimateResult:
     budget = plan_budget(inp, req)
     kvp = plan_kv_layout(inp)
     if inp.gpu is NO_GPU:
-        return explain_without_gpu(inp, kvp, budget)
+        return explain_limited(inp, kvp, budget, f"needs a GPU: {NEEDS_GPU}")
+    if inp.v0_reason:
+        return explain_limited(inp, kvp, budget, inp.v0_reason)
     verdict = decide(inp, kvp, budget)
     result = explain(inp, kvp, budget, verdict)
     return with_band(result, inp, kvp, budget, verdict)

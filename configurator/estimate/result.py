@@ -90,9 +90,9 @@ class EstimateResult(BaseModel):
     flags: dict[str, Any] = Field(description="every resolved engine argument, defaults filled in")
     memory: MemoryBreakdown
     kv_cache: KVCacheInfo
-    needs_gpu: str | None = Field(None, description="set when no GPU was named: what could not be predicted "
-                                                     "(the budget, KV pool, tokens, concurrency, the verdict "
-                                                     "beyond the flags)")
+    not_modelled: str | None = Field(None, description="set when the KV pool cannot be predicted (no GPU named, "
+                                                        "or vLLM would run its V0 engine): why; only weights and "
+                                                        "per-token / per-sequence KV are given")
     vllm_log: list[str] = Field(default_factory=list, description="the memory lines vLLM would log at start-up, "
                                                                    "in this release's format")
     errors: list[str] = Field(description="vLLM's own refusal text, when it would refuse")

@@ -18,8 +18,8 @@ def render(r, stream: IO[str]) -> None:
     con = Console(file=stream, highlight=False, soft_wrap=True,
                   force_terminal=None if stream.isatty() else False, width=100)
     m, kv, f = r.memory, r.kv_cache, r.flags
-    if r.needs_gpu:
-        _render_without_gpu(con, r)
+    if r.not_modelled:
+        _render_limited(con, r)
         return
     verdict = {"fits": Text("FITS: vLLM should start", style="bold green"),
                "at-risk": Text("AT RISK: vLLM starts or refuses within the prediction's error band",
@@ -97,13 +97,14 @@ def _bar(con, m, width: int = 60) -> None:
     con.print("   W weights  A activations/overheads  G CUDA graphs  K KV cache  - outside gpu_memory_utilization")
 
 
-def _render_without_gpu(con, r) -> None:
+def _render_limited(con, r) -> None:
     from rich.text import Text
 
     kv = r.kv_cache
-    con.print(Text(f"{r.model.name}, vLLM {r.vllm_version} (no GPU given)", style="bold"))
+    con.print(Text(f"{r.model.name} on {r.gpu.display_name}, vLLM {r.vllm_version}", style="bold"))
+    con.print(Text(f"NOT PREDICTED: {r.not_modelled}", style="bold yellow"))
     con.print()
-    con.print(Text("Without a GPU:", style="bold"))
+    con.print(Text("What is known:", style="bold"))
     con.print(f"  weights per GPU: {_gib(r.memory.weights_bytes)}")
     con.print(f"  KV per token: {kv.bytes_per_token:,} B ({kv.dtype})")
     per_seq = kv.bytes_per_token * r.flags["max_model_len"] + kv.window_bytes_per_sequence + \

@@ -37,6 +37,16 @@ def batch_defaults(b: Behaviour, gpu: GPU, entry: EntryPoint = "server") -> Batc
     """
     mem = gpu.total_bytes
     is_gb10 = gpu.compute_capability == "12.1"
+    name = gpu.product_name.lower()
+    offline = entry != "server"
+    if b.batch_tiers == "h100_name":  # 0.8.0-0.8.4: by device name (EngineArgs._set_default_args_v1)
+        if "h100" in name or "h200" in name:
+            return BatchDefaults(1024, 16384 if offline else 8192, "H100 / H200")
+        return BatchDefaults(b.small_tier_seqs, 8192 if offline else 2048, "GPUs other than H100 / H200")
+    if b.batch_tiers == "mem70":  # 0.8.5: >= 70 GiB, A100-80GB included
+        if mem >= 70 * GiB:
+            return BatchDefaults(1024, 16384 if offline else 8192, ">= 70 GiB")
+        return BatchDefaults(256, 8192 if offline else 2048, "under 70 GiB")
     if b.batch_tiers == "three_tiers" and mem >= 160 * GiB:
         return BatchDefaults(1024, 16384, ">= 160 GiB")
     if mem >= 70 * GiB and "a100" not in gpu.product_name.lower() and not (b.gb10_small_tier and is_gb10):

@@ -74,17 +74,23 @@ def weights_oom(weights_bytes: int, free_bytes: int, tp: int, pp: int) -> str:
             f"Use more GPUs or a quantized checkpoint.")
 
 
-def startup_log(style: str, *, weights_bytes: int | None, available_bytes: int, tokens: int | None,
+def startup_log(style: str, *, weights_bytes: int | None, available_bytes: int | None, tokens: int | None,
                 max_model_len: int, max_concurrency: float) -> list[str]:
     """The memory lines vLLM logs at start-up, in the release's own format (the load time, which a
     prediction cannot know, is left out). Model loading: gpu_model_runner.py; available memory:
     gpu_worker.py; capacity: kv_cache_utils.py (two lines until 0.27, one from 0.28)."""
     lines = []
     if weights_bytes is not None:
-        amount = f"{weights_bytes / GiB:.4f}" if style in ("v0_10", "v0_12") else f"{format_gib(weights_bytes)}"
-        lines.append(f"Model loading took {amount} GiB{'' if style == 'v0_10' else ' memory'} and ... seconds")
-    avail = f"{available_bytes / GiB:.2f}" if style in ("v0_10", "v0_12") else f"{format_gib(available_bytes)}"
-    lines.append(f"Available KV cache memory: {avail} GiB")
+        old = style in ("v0_8gb", "v0_8", "v0_10", "v0_12")
+        amount = f"{weights_bytes / GiB:.4f}" if old else f"{format_gib(weights_bytes)}"
+        unit = "GB" if style == "v0_8gb" else "GiB"
+        memory = "" if style in ("v0_8gb", "v0_8", "v0_10") else " memory"
+        lines.append(f"Model loading took {amount} {unit}{memory} and ... seconds")
+    if style in ("v0_8gb", "v0_8"):  # 0.8.0-0.9.0 log no available-memory line
+        available_bytes = None
+    if available_bytes is not None:
+        avail = f"{available_bytes / GiB:.2f}" if style in ("v0_10", "v0_12") else f"{format_gib(available_bytes)}"
+        lines.append(f"Available KV cache memory: {avail} GiB")
     if tokens is not None:
         conc = (f"Maximum concurrency for {max_model_len:,} tokens per request: {max_concurrency:.2f}x")
         if style == "v0_28":
@@ -111,3 +117,8 @@ def bf16_unsupported(gpu_name: str, compute_capability: str) -> str:
 def dtype_fallback(gpu_name: str) -> str:
     """--dtype auto on a GPU without bfloat16 (config/model.py::_resolve_auto_dtype, 0.10+)."""
     return f"Your device {gpu_name} doesn't support torch.bfloat16. Falling back to torch.float16 for compatibility."
+
+
+def v1_fallback(feature: str) -> str:
+    """0.8.0-0.10.1.1: a feature V1 does not support sends vLLM to V0 (arg_utils._raise_or_fallback)."""
+    return f"{feature} is not supported by the V1 Engine. Falling back to V0."

@@ -16,6 +16,7 @@ from configurator.errors import InputError
 
 # Every V1 release this tool models; the newest is what `latest` and unknown tags mean.
 SUPPORTED = (
+    "0.8.0", "0.8.1", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.9.0", "0.9.1", "0.9.2",
     "0.10.0", "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0",
     "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1",
     "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
@@ -35,6 +36,11 @@ class Behaviour:
     """What one vLLM release does at start-up, as far as memory is concerned."""
 
     version: str = NEWEST
+    # 'v1': modelled; 'v0': a release before 0.8 (V0 engine by default), only weights and per-token KV
+    engine: Literal["v0", "v1"] = "v1"
+    # 0.8.0-0.10.1.1 fall back to the V0 engine on GPUs below compute capability 8.0, and for an fp8
+    # KV cache unless FlashAttention 3 on Hopper runs it (EngineArgs._is_v1_supported_oracle)
+    v1_needs_sm80: bool = False
     # CacheConfig.gpu_memory_utilization default (vllm/config/cache.py)
     default_gpu_memory_utilization: float = 0.92
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default (vllm/envs.py): graphs counted before KV
@@ -42,7 +48,9 @@ class Behaviour:
     # How "Available KV cache memory" is formed (gpu_worker.determine_available_memory):
     #   'weights_peak'  requested - (weights + torch peak increase + non-torch increase)
     #   'consumed'      requested - (free-memory drop since baseline + transient peak)
-    accounting: Literal["weights_peak", "consumed"] = "consumed"
+    #   'peak_all'      total x util - (torch peak + every non-torch byte on the device, CUDA context and
+    #                   other processes included) (0.8.0-0.9.0, gpu_worker.determine_available_memory)
+    accounting: Literal["peak_all", "weights_peak", "consumed"] = "consumed"
     # "GPU KV cache size":
     #   'uniform_blocks' num_blocks x block_size (uniform models; else as 'blocks')  0.10
     #   'blocks'         num_blocks // num_groups x min block size                   0.11-0.20
@@ -81,7 +89,11 @@ class Behaviour:
     # Blackwell 64), 'fa_mla' (0.19+: Hopper 16 (64 with fp8 KV), Blackwell 32)
     mla_block: Literal["flashmla", "fi_mla", "fa_mla"] = "fa_mla"
     # default batch limits: 'two_tiers' (>= 70 GiB non-A100 / else) or 'three_tiers' (adds >= 160 GiB)
-    batch_tiers: Literal["two_tiers", "three_tiers"] = "three_tiers"
+    #   'h100_name' (0.8.0-0.8.4: 8,192 tokens on H100 / H200 by name, else 2,048), 'mem70' (0.8.5: >= 70 GiB,
+    #   A100 included)
+    batch_tiers: Literal["h100_name", "mem70", "two_tiers", "three_tiers"] = "three_tiers"
+    # max_num_seqs default on the small tier: 1,024 for every GPU in 0.8.0-0.8.3, 256 from 0.8.4
+    small_tier_seqs: int = 256
     # GB10 (DGX Spark) kept on the small tier (0.33)
     gb10_small_tier: bool = True
     # defaulted max_num_batched_tokens clamped to max_num_seqs x max_model_len (0.19+)
@@ -98,7 +110,8 @@ class Behaviour:
     auto_max_model_len: bool = True
     # start-up log lines (configurator.vllm.messages.startup_log): 'v0_10' "%.4f GiB and" (<= 0.11),
     # 'v0_12' "%.4f GiB memory and", 'v0_14' format_gib, 'v0_28' one combined capacity line (0.28+)
-    log_style: Literal["v0_10", "v0_12", "v0_14", "v0_28"] = "v0_28"
+    #   'v0_8gb' "%.4f GB and" with no available-memory line (0.8.0-0.8.2), 'v0_8' the same in GiB (0.8.3-0.9.0)
+    log_style: Literal["v0_8gb", "v0_8", "v0_10", "v0_12", "v0_14", "v0_28"] = "v0_28"
     # LongRoPE: the default max_model_len is the top-level original_max_position_embeddings (0.11.1+)
     longrope_default_original: bool = True
     # --dtype auto on a GPU without bfloat16 falls back to float16 (config/model.py, 0.10+)
@@ -108,16 +121,23 @@ class Behaviour:
 # One row per change; each row lists only what changed at that release (first release seen with it
 # among the wheels read; see docs/vllm-versions.md).
 _CHANGES: tuple[tuple[str, dict], ...] = (
-    ("0.10.0", dict(default_gpu_memory_utilization=0.9, cudagraph_estimate=False, mamba_checkpoint_block=False,
-                    accounting="weights_peak", tokens="uniform_blocks", fit_check="layers",
+    ("0.8.0", dict(v1_needs_sm80=True, default_gpu_memory_utilization=0.9, cudagraph_estimate=False,
+                   mamba_checkpoint_block=False, tokens="uniform_blocks", fit_check="layers",
                     in_flight="mnbt", v2_runner=False, v2_scope="none", v2_cudagraph_estimate=False,
                     hybrid_prefix_caching=False, hybrid_prefix_caching_supported=False,
                     nemotron_h_ssm_dtype="model",
                     hybrid_align="fixed16", chunked_local_hma=False,
-                    mla_block="flashmla", batch_tiers="two_tiers", gb10_small_tier=False,
+                    mla_block="flashmla", gb10_small_tier=False,
                     batch_clamp=False, requested_rounding="float", checkpoint_kv_auto=False,
                     yarn_max_len="scale", messages="v0_11", auto_max_model_len=False,
-                    log_style="v0_10", longrope_default_original=False)),
+                    log_style="v0_8gb", accounting="peak_all", batch_tiers="h100_name", small_tier_seqs=1024,
+                    auto_dtype_fallback=False, longrope_default_original=False)),
+    ("0.8.3", dict(log_style="v0_8")),
+    ("0.8.4", dict(small_tier_seqs=256)),
+    ("0.8.5", dict(batch_tiers="mem70")),
+    ("0.9.0", dict(batch_tiers="two_tiers", auto_dtype_fallback=True)),
+    ("0.9.1", dict(accounting="weights_peak", log_style="v0_10")),
+    ("0.10.2", dict(v1_needs_sm80=False)),
     ("0.11.0", dict(tokens="blocks")),
     ("0.11.1", dict(longrope_default_original=True)),
     ("0.12.0", dict(log_style="v0_12")),
@@ -168,6 +188,8 @@ def uses_v2_runner(b: Behaviour, model_type: str, is_moe: bool, quantized: bool)
 def behaviour(version: str) -> Behaviour:
     """The behaviour of a supported release (raises InputError for an unknown one)."""
     v = normalize(version)
+    if _key(v) < _key(OLDEST):
+        return replace(behaviour(OLDEST), version=v, engine="v0")
     b = Behaviour()
     for since, changes in _CHANGES:
         if _key(since) <= _key(v):
@@ -187,8 +209,8 @@ def normalize(version: str) -> str:
         return s
     same_minor = [x for x in SUPPORTED if x.startswith(s + ".") or x.rsplit(".", 1)[0] == s.rsplit(".", 1)[0]]
     if _key(s) < _key(OLDEST):
-        raise InputError(f"vLLM {s} uses the V0 engine, which this tool does not model "
-                         f"(supported: {OLDEST} to {NEWEST})")
+        return s  # a V0-engine release: behaviour() marks it, estimate says what it can
+
     if _key(s) > _key(NEWEST):
         raise InputError(f"vLLM {s} is newer than the newest modelled release {NEWEST}")
     if same_minor:
