@@ -75,3 +75,20 @@ def test_v0_gets_one_line_and_what_is_known(version, gpu, flags):
 def test_v1_on_turing_from_0_10_2_is_modelled():
     r = _est("Qwen/Qwen3-1.7B", "t4", "0.10.2", max_model_len=4096, dtype="half")
     assert r.not_modelled is None and r.kv_cache.num_blocks > 0
+
+
+def test_model_runner_v2_scope_by_release():
+    # VllmConfig._is_default_v2_model_runner_model (0.28.0): a dense hybrid runs on V1 unless listed;
+    # 0.24.0: only the listed architectures; 0.29+: every model
+    from configurator.estimate.inputs import resolve_inputs
+
+    def v2(model, version):
+        return resolve_inputs(EstimateRequest(model=model, gpu="h200", vllm_version=version)).v2
+
+    assert not v2("nvidia/Nemotron-H-56B-Base-8K", "0.28.0")  # dense hybrid
+    assert not v2("nvidia/Nemotron-H-56B-Base-8K", "0.25.0")
+    assert v2("nvidia/Nemotron-H-56B-Base-8K", "0.29.0")
+    assert v2("Qwen/Qwen3-8B", "0.24.0") and not v2("google/gemma-3-12b-it", "0.24.0")  # the list only
+    assert v2("google/gemma-3-12b-it", "0.25.0")  # dense, not a hybrid
+    r = estimate(EstimateRequest(model="nvidia/Nemotron-H-56B-Base-8K", gpu="h200", vllm_version="0.28.0"))
+    assert r.memory.cudagraph_bytes > 0  # V1's graph estimate counts; V2's returned 0 before 0.29

@@ -188,7 +188,8 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
         not model.has_mamba or b.hybrid_prefix_caching_supported)
     tc = model.text_config
     is_moe = bool(tc.get("num_experts") or tc.get("n_routed_experts") or tc.get("num_local_experts"))
-    v2 = uses_v2_runner(b, model.model_type, is_moe, model.quant.method is not None or bool(f.get("quantization")))
+    v2 = uses_v2_runner(b, model.architectures, is_moe, model.quant.method is not None or bool(f.get("quantization")),
+                        hybrid=model.has_mamba)
     # max_concurrent_batches with async scheduling: pp + 1 on runner V2, else 2 (pp = 1) or pp
     mcb = (pp + 1 if v2 else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
     v0 = v0_reason(b, gpu, kv_name)

@@ -65,10 +65,11 @@ class Behaviour:
     # sliding-window / chunked in-flight tokens: 'mnbt', or 'batches' (max_concurrent_batches x mnbt)
     in_flight: Literal["mnbt", "batches"] = "batches"
     # model runner V2 is the default (max_concurrent_batches = pp + 1 with async scheduling); for
-    #   'none' (<= 0.21), 'dense_llama_qwen3' (0.23: Llama / Mistral / Qwen3, dense, unquantized),
-    #   'dense' (0.24-0.28: every non-MoE generative model), 'all' (0.29+)
+    #   'none' (<= 0.22), 'llama_qwen3' (0.23: Llama / Mistral / Qwen3, dense, unquantized), 'listed' (0.24:
+    #   the architecture list only), 'dense_no_hybrid' (0.25-0.26: listed or dense, never a hybrid),
+    #   'dense_listed_hybrid' (0.27-0.28: listed or dense; a hybrid only when listed), 'all' (0.29+)
     v2_runner: bool = True
-    v2_scope: Literal["none", "dense_llama_qwen3", "dense", "all"] = "all"
+    v2_scope: Literal["none", "llama_qwen3", "listed", "dense_no_hybrid", "dense_listed_hybrid", "all"] = "all"
     # V2's CUDA-graph estimate exists (it returned 0 before 0.29)
     v2_cudagraph_estimate: bool = True
     # prefix caching (and so Mamba 'align' mode) on by default for hybrid models
@@ -150,10 +151,11 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel",
                     nemotron_h_ssm_dtype="float32")),
     ("0.21.0", dict(tokens="concurrency")),
-    ("0.23.0", dict(messages="v0_23", v2_scope="dense_llama_qwen3")),
-    ("0.24.0", dict(v2_scope="dense")),
+    ("0.23.0", dict(messages="v0_23", v2_scope="llama_qwen3")),
+    ("0.24.0", dict(v2_scope="listed")),
+    ("0.25.0", dict(v2_scope="dense_no_hybrid")),
     ("0.26.0", dict(in_flight="batches")),
-    ("0.27.0", dict(accounting="consumed")),
+    ("0.27.0", dict(accounting="consumed", v2_scope="dense_listed_hybrid")),
     ("0.28.0", dict(log_style="v0_28", hybrid_prefix_caching=True, mamba_all_mode=False, batch_tiers="three_tiers")),
     ("0.29.0", dict(fit_check="blocks", v2_runner=True, v2_scope="all", v2_cudagraph_estimate=True)),
     ("0.30.0", dict(yarn_max_len="as_is")),
@@ -174,15 +176,38 @@ CHECKPOINT_CONFIG_METHODS = frozenset({
 })
 
 
-def uses_v2_runner(b: Behaviour, model_type: str, is_moe: bool, quantized: bool) -> bool:
-    """Whether this release runs this model on model runner V2 by default."""
+# VllmConfig._is_default_v2_model_runner_model's architecture lists (vllm/config/vllm.py)
+_V2_ARCHS = {
+    "llama_qwen3": frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}),  # 0.23
+    "listed": frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM",  # 0.24
+                         "GraniteMoeForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"}),
+    "dense_no_hybrid": frozenset({"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+                                  "InklingForCausalLM", "InklingForConditionalGeneration",
+                                  "LongcatFlashNgramForCausalLM"}),  # 0.25-0.26
+    "dense_listed_hybrid": frozenset({"DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "GraniteMoeForCausalLM",
+                                      "InklingForCausalLM", "InklingForConditionalGeneration",
+                                      "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+                                      "Qwen2MoeForCausalLM"}),  # 0.27-0.28
+}
+
+
+def uses_v2_runner(b: Behaviour, architectures: tuple[str, ...], is_moe: bool, quantized: bool,
+                   hybrid: bool) -> bool:
+    """Whether this release runs this model on model runner V2 by default
+    (VllmConfig.use_v2_model_runner / _is_default_v2_model_runner_model, per release)."""
     if b.v2_scope == "all":
         return True
-    if b.v2_scope == "dense":
-        return not is_moe
-    if b.v2_scope == "dense_llama_qwen3":
-        return model_type in ("llama", "mistral", "qwen3") and not is_moe and not quantized
-    return False
+    if b.v2_scope == "none":
+        return False
+    listed = any(a in _V2_ARCHS[b.v2_scope] for a in architectures)
+    if b.v2_scope == "llama_qwen3":  # 0.23: listed, dense and unquantized
+        return listed and not is_moe and not quantized
+    if b.v2_scope == "listed":  # 0.24: the list only
+        return listed
+    if b.v2_scope == "dense_no_hybrid":  # 0.25-0.26: no hybrid; listed or dense
+        return not hybrid and (listed or not is_moe)
+    # 0.27-0.28: a hybrid only when listed; otherwise listed or dense
+    return listed if hybrid else (listed or not is_moe)
 
 
 def behaviour(version: str) -> Behaviour:
