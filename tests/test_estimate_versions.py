@@ -92,3 +92,16 @@ def test_model_runner_v2_scope_by_release():
     assert v2("google/gemma-3-12b-it", "0.25.0")  # dense, not a hybrid
     r = estimate(EstimateRequest(model="nvidia/Nemotron-H-56B-Base-8K", gpu="h200", vllm_version="0.28.0"))
     assert r.memory.cudagraph_bytes > 0  # V1's graph estimate counts; V2's returned 0 before 0.29
+
+
+def test_blackwell_flashinfer_gdn_checkpoint_block_and_64_alignment_in_0_33():
+    # _resolve_gdn_prefill_backend (0.33.0): FlashInfer GDN prefill on sm90, and on sm10x / sm12x with 128-wide
+    # key heads; its checkpoints add a block per request and align the hybrid block to 64 tokens
+    hopper = _est("Qwen/Qwen3.6-27B", "h100-80gb", "0.33.0", max_model_len=32768)
+    b200 = _est("Qwen/Qwen3.6-27B", "b200", "0.33.0", max_model_len=32768)
+    a100 = _est("Qwen/Qwen3.6-27B", "a100-80gb", "0.33.0", max_model_len=32768)
+    mamba = [g for g in b200.kv_cache.groups if g.kind == "MambaSpec"]
+    assert mamba and all(g.blocks_per_request == 3 for g in mamba)  # 2 + the checkpoint block
+    assert b200.kv_cache.block_size % 64 == 0 and b200.kv_cache.block_size == hopper.kv_cache.block_size
+    assert a100.kv_cache.block_size % 64 != 0  # Triton prefill on Ampere: 16-token alignment
+    assert all(g.blocks_per_request == 2 for g in a100.kv_cache.groups if g.kind == "MambaSpec")

@@ -68,6 +68,17 @@ def state_bytes(name: Any, default_dtype: str | None) -> int:
     return DTYPE_BYTES[n]
 
 
+def gdn_flashinfer_prefill(model: ModelSpec, gpu: GPU) -> bool:
+    """Gated DeltaNet prefill on FlashInfer, which exports 64-token-aligned checkpoints (0.33):
+    Hopper (sm90); data-centre and consumer Blackwell (sm10x / sm12x) when key heads are 128 wide
+    (and the wheel's CUDA runtime is 13+, as the 0.33 wheels' is taken to be)
+    (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py::_resolve_gdn_prefill_backend, 0.33.0)."""
+    if gpu.sm == 90:
+        return True
+    k_dims = {g.mamba.k_head_dim for g in model.layers if g.mamba is not None and g.mamba.variant == "gdn"}
+    return gpu.sm // 10 in (10, 12) and k_dims == {128}
+
+
 def mamba_blocks_per_request(inp: Inputs, block_size: int) -> int:
     """Blocks a Mamba-family group holds per request: 1 ('none'), cdiv(L, block) ('all', 0.15-0.27),
     or 2 (+1 checkpoint block in 0.33) in 'align' mode."""
@@ -76,7 +87,7 @@ def mamba_blocks_per_request(inp: Inputs, block_size: int) -> int:
         return 1
     if b.mamba_all_mode and not is_gdn(model):
         return cdiv(inp.max_len, block_size)
-    ckpt = 1 if (b.mamba_checkpoint_block and (not is_gdn(model) or inp.gpu.sm == 90)) else 0
+    ckpt = 1 if (b.mamba_checkpoint_block and (not is_gdn(model) or gdn_flashinfer_prefill(model, inp.gpu))) else 0
     return 2 + ckpt
 
 
@@ -99,8 +110,8 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         mamba_ssm = DTYPE_BYTES[b.nemotron_h_ssm_dtype]  # Nemotron-H's own default for its SSM state
     align_mode = model.has_mamba and inp.prefix and not (b.mamba_all_mode and not is_gdn(model))
     kernel_block = 16
-    if align_mode and b.mamba_checkpoint_block and is_gdn(model) and gpu.sm == 90:
-        kernel_block = 64  # FlashInfer GDN prefill checkpoints align to 64 tokens (0.33, Hopper)
+    if align_mode and b.mamba_checkpoint_block and is_gdn(model) and gdn_flashinfer_prefill(model, gpu):
+        kernel_block = 64  # FlashInfer GDN prefill checkpoints align to 64 tokens (0.33, Hopper and Blackwell)
     if b.hybrid_align == "fixed16":
         kernel_block = 16
     rank = build_rank_specs(model, tp=inp.tp, kv_dtype=inp.kv, block_size=block_size,
