@@ -105,3 +105,14 @@ def test_blackwell_flashinfer_gdn_checkpoint_block_and_64_alignment_in_0_33():
     assert b200.kv_cache.block_size % 64 == 0 and b200.kv_cache.block_size == hopper.kv_cache.block_size
     assert a100.kv_cache.block_size % 64 != 0  # Triton prefill on Ampere: 16-token alignment
     assert all(g.blocks_per_request == 2 for g in a100.kv_cache.groups if g.kind == "MambaSpec")
+
+
+def test_mamba_all_mode_rounds_the_block_to_the_chunk_size():
+    # _align_hybrid_block_size, mamba_cache_mode 'all' (0.15-0.27): lcm(chunk_size, alignment) x cdiv(...)
+    for version in ("0.15.0", "0.24.0"):
+        on = _est("nvidia/Nemotron-H-56B-Base-8K", "h200", version, enable_prefix_caching=True)
+        off = _est("nvidia/Nemotron-H-56B-Base-8K", "h200", version, enable_prefix_caching=False)
+        assert on.kv_cache.block_size % 128 == 0 and on.kv_cache.block_size >= off.kv_cache.block_size, version
+        assert off.kv_cache.block_size % 128 != 0, version  # 16-token alignment without prefix caching
+    newer = _est("nvidia/Nemotron-H-56B-Base-8K", "h200", "0.28.0", enable_prefix_caching=True)
+    assert newer.kv_cache.block_size % 128 != 0  # 'align' mode from 0.28

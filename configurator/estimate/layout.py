@@ -7,6 +7,7 @@ holds in each group (window + in-flight tokens, Mamba state blocks).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,12 @@ def mla_block_size(b: Behaviour, gpu: GPU, kv: KVDtype, model: ModelSpec) -> tup
             return 16, "FlashAttention MLA on Hopper (16)"
         return 64, "FlashMLA on Hopper (64)"
     return 16, "Triton MLA (16)"
+
+
+def mamba_chunk_size(model: ModelSpec) -> int:
+    """ModelConfig.get_mamba_chunk_size: mamba_chunk_size, else chunk_size, else 2048 (Mamba1)."""
+    tc = model.text_config
+    return int(tc.get("mamba_chunk_size") or tc.get("chunk_size") or 2048)
 
 
 def is_gdn(model: ModelSpec) -> bool:
@@ -114,6 +121,10 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         kernel_block = 64  # FlashInfer GDN prefill checkpoints align to 64 tokens (0.33, Hopper and Blackwell)
     if b.hybrid_align == "fixed16":
         kernel_block = 16
+    if model.has_mamba and inp.prefix and b.mamba_all_mode and not is_gdn(model):
+        # mamba_cache_mode 'all' (0.15-0.27): the block is a multiple of lcm(Mamba chunk, alignment)
+        # (model_executor/models/config.py 0.15-0.17, platforms/interface.py 0.20-0.27)
+        kernel_block = math.lcm(mamba_chunk_size(model), kernel_block)
     rank = build_rank_specs(model, tp=inp.tp, kv_dtype=inp.kv, block_size=block_size,
                             user_block_size=bool(user_bs), mamba_conv_bytes=mamba_conv,
                             mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block)
