@@ -116,3 +116,17 @@ def test_mamba_all_mode_rounds_the_block_to_the_chunk_size():
         assert off.kv_cache.block_size % 128 != 0, version  # 16-token alignment without prefix caching
     newer = _est("nvidia/Nemotron-H-56B-Base-8K", "h200", "0.28.0", enable_prefix_caching=True)
     assert newer.kv_cache.block_size % 128 != 0  # 'align' mode from 0.28
+
+
+@pytest.mark.parametrize("version,gpu,block", [
+    ("0.10.0", "b200", 16),  # FlashMLA is Hopper-only; CUTLASS MLA only when forced (platforms/cuda.py 0.10.0)
+    ("0.11.0", "b200", 128),  # CUTLASS MLA on compute capability 10.0 (is_device_capability(100))
+    ("0.11.0", "b300", 16),  # ... exactly: B300 (10.3) falls to Triton MLA
+    ("0.13.0", "b300", 128),  # is_device_capability_family(100)
+    ("0.15.0", "rtx-pro-6000", 16),  # sm12x: no FlashInfer / CUTLASS MLA (major == 10 only)
+    ("0.33.0", "rtx-pro-6000", 16),  # sm12x priorities: TRITON_MLA first
+    ("0.33.0", "h200", 16), ("0.11.0", "h200", 64),
+])
+def test_mla_block_size_by_release_and_gpu(version, gpu, block):
+    r = _est("deepseek-ai/DeepSeek-V3", gpu, version, tensor_parallel_size=8, max_model_len=8192)
+    assert r.kv_cache.block_size == block

@@ -41,8 +41,14 @@ def mla_block_size(b: Behaviour, gpu: GPU, kv: KVDtype, model: ModelSpec) -> tup
     if model.model_type in DSA_MODEL_TYPES:
         return 64, "sparse-MLA backend (64)"
     sm = gpu.sm
+    if sm // 10 == 12:  # consumer Blackwell: only Triton MLA supports it (platforms/cuda.py priorities)
+        return 16, "Triton MLA on sm12x (16)"
+    if sm >= 100 and b.mla_block == "flashmla_hopper":  # FlashMLA is Hopper-only; CUTLASS only when forced
+        return 16, "Triton MLA (16): FlashMLA runs on Hopper only in this release"
+    if sm >= 100 and b.mla_block == "cutlass_cc100" and sm != 100:  # is_device_capability(100), exact
+        return 16, "Triton MLA (16): CUTLASS MLA is chosen only on compute capability 10.0 in this release"
     if sm >= 100:
-        if b.mla_block == "flashmla":
+        if b.mla_block in ("flashmla", "cutlass_cc100"):
             return 128, "CUTLASS MLA on Blackwell (128)"
         if b.mla_block == "fi_mla":
             nope = int(model.text_config.get("qk_nope_head_dim") or 0)

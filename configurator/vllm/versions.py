@@ -88,7 +88,10 @@ class Behaviour:
     chunked_local_hma: bool = True
     # MLA default block size: 'flashmla' (64 on Hopper, 128 Blackwell: <= 0.13), 'fi_mla' (0.15-0.17:
     # Blackwell 64), 'fa_mla' (0.19+: Hopper 16 (64 with fp8 KV), Blackwell 32)
-    mla_block: Literal["flashmla", "fi_mla", "fa_mla"] = "fa_mla"
+    #   'flashmla_hopper' (<= 0.10.0: FlashMLA 64 on Hopper, Triton 16 elsewhere, Blackwell included);
+    #   'cutlass_cc100' (0.10.1-0.12: CUTLASS MLA 128 on compute capability 10.0 exactly, so not B300);
+    #   'flashmla' (0.13: CUTLASS 128 on the sm10x family); sm12x GPUs always get Triton MLA (16)
+    mla_block: Literal["flashmla_hopper", "cutlass_cc100", "flashmla", "fi_mla", "fa_mla"] = "fa_mla"
     # default batch limits: 'two_tiers' (>= 70 GiB non-A100 / else) or 'three_tiers' (adds >= 160 GiB)
     #   'h100_name' (0.8.0-0.8.4: 8,192 tokens on H100 / H200 by name, else 2,048), 'mem70' (0.8.5: >= 70 GiB,
     #   A100 included)
@@ -128,7 +131,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     hybrid_prefix_caching=False, hybrid_prefix_caching_supported=False,
                     nemotron_h_ssm_dtype="model",
                     hybrid_align="fixed16", chunked_local_hma=False,
-                    mla_block="flashmla", gb10_small_tier=False,
+                    mla_block="flashmla_hopper", gb10_small_tier=False,
                     batch_clamp=False, requested_rounding="float", checkpoint_kv_auto=False,
                     yarn_max_len="scale", messages="v0_11", auto_max_model_len=False,
                     log_style="v0_8gb", accounting="peak_all", batch_tiers="h100_name", small_tier_seqs=1024,
@@ -138,11 +141,13 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.8.5", dict(batch_tiers="mem70")),
     ("0.9.0", dict(batch_tiers="two_tiers", auto_dtype_fallback=True)),
     ("0.9.1", dict(accounting="weights_peak", log_style="v0_10")),
+    ("0.10.1", dict(mla_block="cutlass_cc100")),
     ("0.10.2", dict(v1_needs_sm80=False)),
     ("0.11.0", dict(tokens="blocks")),
     ("0.11.1", dict(longrope_default_original=True)),
     ("0.12.0", dict(log_style="v0_12")),
-    ("0.13.0", dict(messages="v0_13", hybrid_prefix_caching_supported=True, nemotron_h_ssm_dtype="float16")),
+    ("0.13.0", dict(mla_block="flashmla", messages="v0_13", hybrid_prefix_caching_supported=True,
+                    nemotron_h_ssm_dtype="float16")),
     ("0.14.0", dict(log_style="v0_14")),
     ("0.15.0", dict(fit_check="first_group", messages="v0_15", auto_max_model_len=True,
                     requested_rounding="ceil",
