@@ -130,3 +130,20 @@ def test_mamba_all_mode_rounds_the_block_to_the_chunk_size():
 def test_mla_block_size_by_release_and_gpu(version, gpu, block):
     r = _est("deepseek-ai/DeepSeek-V3", gpu, version, tensor_parallel_size=8, max_model_len=8192)
     assert r.kv_cache.block_size == block
+
+
+def test_smaller_rows_batch_clamps_chunked_prefill_and_kv_bytes_flag():
+    # EngineArgs (0.11.1): defaulted max_num_batched_tokens <= max_num_seqs x max_model_len; 0.11.0 has no clamp
+    assert _est("Qwen/Qwen3-0.6B", "h100-80gb", "0.11.1", max_num_seqs=2, max_model_len=1024).flags[
+        "max_num_batched_tokens"] == 2048
+    assert _est("Qwen/Qwen3-0.6B", "h100-80gb", "0.11.0", max_num_seqs=2, max_model_len=1024).flags[
+        "max_num_batched_tokens"] == 8192
+    # <= 0.11.0 forces chunked prefill on (EngineArgs._set_default_args): no max(max_model_len, mnbt)
+    forced = _est("Qwen/Qwen3-8B", "h100-80gb", "0.11.0", max_model_len=32768, enable_chunked_prefill=False)
+    assert forced.flags["max_num_batched_tokens"] == 8192
+    later = _est("Qwen/Qwen3-8B", "h100-80gb", "0.13.0", max_model_len=32768, enable_chunked_prefill=False)
+    assert later.flags["max_num_batched_tokens"] == 32768
+    # --kv-cache-memory-bytes arrived in 0.10.2
+    old = _est("Qwen/Qwen3-8B", "h100-80gb", "0.10.1", max_model_len=8192, kv_cache_memory_bytes=8 * GiB)
+    assert any("unrecognized arguments: --kv-cache-memory-bytes" in e for e in old.errors)
+    assert _est("Qwen/Qwen3-8B", "h100-80gb", "0.10.2", max_model_len=8192, kv_cache_memory_bytes=8 * GiB).fits

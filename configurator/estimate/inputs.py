@@ -146,6 +146,10 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
             warnings.append(messages.dtype_fallback(gpu_name))
         else:
             errors.append(messages.bf16_unsupported(gpu_name, gpu.compute_capability))
+    if f.get("kv_cache_memory_bytes") and not b.kv_cache_memory_bytes_flag:
+        # argparse refuses an option the release does not have; the figures still use the given size
+        errors.append(f"unrecognized arguments: --kv-cache-memory-bytes (vLLM {b.version} does not have it; "
+                      f"added in 0.10.2)")
     method = str(f.get("quantization") or "").lower()
     if method in CHECKPOINT_CONFIG_METHODS and model.quant.method is None:
         errors.append(messages.quant_config_missing(method))
@@ -172,12 +176,12 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     seqs_user, mnbt_user = f.get("max_num_seqs"), f.get("max_num_batched_tokens")
     max_num_seqs = int(seqs_user or bd.max_num_seqs)
     mnbt = int(mnbt_user or bd.max_num_batched_tokens)
-    chunked = f.get("enable_chunked_prefill", True) is not False
+    chunked = f.get("enable_chunked_prefill", True) is not False or b.chunked_forced
     if not chunked and mnbt_user is None:
         mnbt = max(max_len, mnbt)
-    if mnbt_user is None and b.batch_clamp:
+    if mnbt_user is None and b.mnbt_clamp:
         mnbt = min(max_num_seqs * max_len, mnbt)
-    if seqs_user is None and b.batch_clamp:
+    if seqs_user is None and b.seqs_clamp:
         max_num_seqs = min(max_num_seqs, mnbt)
     if mnbt < max_num_seqs:
         raise InputError(f"max_num_batched_tokens ({mnbt}) must be greater than or equal to "

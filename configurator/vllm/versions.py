@@ -100,8 +100,12 @@ class Behaviour:
     small_tier_seqs: int = 256
     # GB10 (DGX Spark) kept on the small tier (0.33)
     gb10_small_tier: bool = True
-    # defaulted max_num_batched_tokens clamped to max_num_seqs x max_model_len (0.19+)
-    batch_clamp: bool = True
+    # defaulted max_num_batched_tokens clamped to max_num_seqs x max_model_len (0.11.1+)
+    mnbt_clamp: bool = True
+    # defaulted max_num_seqs clamped to max_num_batched_tokens (0.10.1+)
+    seqs_clamp: bool = True
+    # V1 forces chunked prefill on for generative models (EngineArgs._set_default_args, <= 0.11.0)
+    chunked_forced: bool = False
     # requested memory: 'float' (total x util, <= 0.13) or 'ceil' (0.15+)
     requested_rounding: Literal["float", "ceil"] = "ceil"
     # `--kv-cache-dtype auto` follows a checkpoint's declared FP8 KV scheme (0.19+)
@@ -118,6 +122,8 @@ class Behaviour:
     log_style: Literal["v0_8gb", "v0_8", "v0_10", "v0_12", "v0_14", "v0_28"] = "v0_28"
     # LongRoPE: the default max_model_len is the top-level original_max_position_embeddings (0.11.1+)
     longrope_default_original: bool = True
+    # --kv-cache-memory-bytes exists (EngineArgs, 0.10.2+)
+    kv_cache_memory_bytes_flag: bool = True
     # --dtype auto on a GPU without bfloat16 falls back to float16 (config/model.py, 0.10+)
     auto_dtype_fallback: bool = True
 
@@ -132,19 +138,21 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     nemotron_h_ssm_dtype="model",
                     hybrid_align="fixed16", chunked_local_hma=False,
                     mla_block="flashmla_hopper", gb10_small_tier=False,
-                    batch_clamp=False, requested_rounding="float", checkpoint_kv_auto=False,
+                    mnbt_clamp=False, seqs_clamp=False, chunked_forced=True, requested_rounding="float",
+                    checkpoint_kv_auto=False,
                     yarn_max_len="scale", messages="v0_11", auto_max_model_len=False,
                     log_style="v0_8gb", accounting="peak_all", batch_tiers="h100_name", small_tier_seqs=1024,
-                    auto_dtype_fallback=False, longrope_default_original=False)),
+                    auto_dtype_fallback=False, longrope_default_original=False,
+                    kv_cache_memory_bytes_flag=False)),
     ("0.8.3", dict(log_style="v0_8")),
     ("0.8.4", dict(small_tier_seqs=256)),
     ("0.8.5", dict(batch_tiers="mem70")),
     ("0.9.0", dict(batch_tiers="two_tiers", auto_dtype_fallback=True)),
     ("0.9.1", dict(accounting="weights_peak", log_style="v0_10")),
-    ("0.10.1", dict(mla_block="cutlass_cc100")),
-    ("0.10.2", dict(v1_needs_sm80=False)),
+    ("0.10.1", dict(mla_block="cutlass_cc100", seqs_clamp=True)),
+    ("0.10.2", dict(v1_needs_sm80=False, kv_cache_memory_bytes_flag=True)),
     ("0.11.0", dict(tokens="blocks")),
-    ("0.11.1", dict(longrope_default_original=True)),
+    ("0.11.1", dict(longrope_default_original=True, mnbt_clamp=True, chunked_forced=False)),
     ("0.12.0", dict(log_style="v0_12")),
     ("0.13.0", dict(mla_block="flashmla", messages="v0_13", hybrid_prefix_caching_supported=True,
                     nemotron_h_ssm_dtype="float16")),
@@ -152,7 +160,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.15.0", dict(fit_check="first_group", messages="v0_15", auto_max_model_len=True,
                     requested_rounding="ceil",
                     mamba_all_mode=True, chunked_local_hma=True, mla_block="fi_mla")),
-    ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", batch_clamp=True, checkpoint_kv_auto=True)),
+    ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", checkpoint_kv_auto=True)),
     ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel",
                     nemotron_h_ssm_dtype="float32")),
     ("0.21.0", dict(tokens="concurrency")),
