@@ -147,3 +147,19 @@ def test_smaller_rows_batch_clamps_chunked_prefill_and_kv_bytes_flag():
     old = _est("Qwen/Qwen3-8B", "h100-80gb", "0.10.1", max_model_len=8192, kv_cache_memory_bytes=8 * GiB)
     assert any("unrecognized arguments: --kv-cache-memory-bytes" in e for e in old.errors)
     assert _est("Qwen/Qwen3-8B", "h100-80gb", "0.10.2", max_model_len=8192, kv_cache_memory_bytes=8 * GiB).fits
+
+
+def test_group_size_padding_rule_by_release():
+    # _get_kv_cache_groups_uniform_page_size: min bucket (<= 0.11); pad to the largest under 1.25x (0.12-0.17),
+    # under 1.5x (0.19+). 13 sliding + 10 full layers: ratio 1.3
+    from configurator.memory.groups import build_layout
+    from configurator.memory.kv_dtype import KV_DTYPES
+    from configurator.memory.kv_specs import FullAttentionSpec, SlidingWindowSpec
+    from configurator.vllm.versions import behaviour
+
+    bf16 = KV_DTYPES["bfloat16"]
+    specs = [SlidingWindowSpec(16, 8, 128, 128, bf16, sliding_window=4096)] * 13 + \
+        [FullAttentionSpec(16, 8, 128, 128, bf16)] * 10
+    sizes = {v: build_layout(specs, pad_ratio=behaviour(v).group_pad_ratio).group_size
+             for v in ("0.11.0", "0.15.0", "0.20.0")}
+    assert sizes == {"0.11.0": 10, "0.15.0": 10, "0.20.0": 13}

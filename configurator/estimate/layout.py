@@ -140,7 +140,7 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
     hma = not f.get("disable_hybrid_kv_cache_manager", False)
     if any(g.kind == "chunked" for g in model.layers) and not b.chunked_local_hma:
         hma = False
-    layout = build_layout(list(rank.specs), hybrid_manager=hma)
+    layout = build_layout(list(rank.specs), hybrid_manager=hma, pad_ratio=b.group_pad_ratio)
     if layout.hybrid_manager_disabled:
         warnings.append("hybrid KV cache manager is off: sliding-window / chunked layers pay full-length KV")
     limits = RequestLimits(inp.max_len, inp.mcb * inp.mnbt, mamba_blocks_per_request(inp, block_size))

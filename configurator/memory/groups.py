@@ -69,8 +69,11 @@ class KVCacheLayout:
                    if layer_ids is None or lid in layer_ids)
 
 
-def build_layout(specs: list[KVCacheSpec], *, hybrid_manager: bool = True) -> KVCacheLayout:
-    """vLLM's get_kv_cache_groups for the default (layer-outermost) layout."""
+def build_layout(specs: list[KVCacheSpec], *, hybrid_manager: bool = True, pad_ratio: float = 1.5) -> KVCacheLayout:
+    """vLLM's get_kv_cache_groups for the default (layer-outermost) layout.
+
+    `pad_ratio`: buckets pad up to the largest when it is under pad_ratio x the smallest (1.5 from
+    0.19, 1.25 in 0.12-0.17; 0 before 0.12: the smallest bucket's size, no padding rule)."""
     if not specs:
         return KVCacheLayout(groups=(), group_size=0)
     disabled = False
@@ -92,7 +95,7 @@ def build_layout(specs: list[KVCacheSpec], *, hybrid_manager: bool = True) -> KV
         buckets.setdefault(s, []).append(i)
     sizes = [len(v) for v in buckets.values()]
     group_size = min(sizes)
-    if max(sizes) < min(sizes) * 1.5:
+    if max(sizes) < min(sizes) * pad_ratio:
         group_size = max(sizes)  # pad 12 sliding + 13 full to 13 + 13 rather than split
     groups: list[KVCacheGroup] = []
     for spec, layer_ids in buckets.items():

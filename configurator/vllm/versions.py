@@ -122,6 +122,9 @@ class Behaviour:
     log_style: Literal["v0_8gb", "v0_8", "v0_10", "v0_12", "v0_14", "v0_28"] = "v0_28"
     # LongRoPE: the default max_model_len is the top-level original_max_position_embeddings (0.11.1+)
     longrope_default_original: bool = True
+    # hybrid groups pad to the largest layer-type bucket when it is under this x the smallest
+    # (kv_cache_utils._get_kv_cache_groups_uniform_page_size: none until 0.11, 1.25 0.12-0.17, 1.5 0.19+)
+    group_pad_ratio: float = 1.5
     # --kv-cache-memory-bytes exists (EngineArgs, 0.10.2+)
     kv_cache_memory_bytes_flag: bool = True
     # --dtype auto on a GPU without bfloat16 falls back to float16 (config/model.py, 0.10+)
@@ -143,7 +146,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     yarn_max_len="scale", messages="v0_11", auto_max_model_len=False,
                     log_style="v0_8gb", accounting="peak_all", batch_tiers="h100_name", small_tier_seqs=1024,
                     auto_dtype_fallback=False, longrope_default_original=False,
-                    kv_cache_memory_bytes_flag=False)),
+                    kv_cache_memory_bytes_flag=False, group_pad_ratio=0.0)),
     ("0.8.3", dict(log_style="v0_8")),
     ("0.8.4", dict(small_tier_seqs=256)),
     ("0.8.5", dict(batch_tiers="mem70")),
@@ -153,14 +156,14 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.10.2", dict(v1_needs_sm80=False, kv_cache_memory_bytes_flag=True)),
     ("0.11.0", dict(tokens="blocks")),
     ("0.11.1", dict(longrope_default_original=True, mnbt_clamp=True, chunked_forced=False)),
-    ("0.12.0", dict(log_style="v0_12")),
+    ("0.12.0", dict(log_style="v0_12", group_pad_ratio=1.25)),
     ("0.13.0", dict(mla_block="flashmla", messages="v0_13", hybrid_prefix_caching_supported=True,
                     nemotron_h_ssm_dtype="float16")),
     ("0.14.0", dict(log_style="v0_14")),
     ("0.15.0", dict(fit_check="first_group", messages="v0_15", auto_max_model_len=True,
                     requested_rounding="ceil",
                     mamba_all_mode=True, chunked_local_hma=True, mla_block="fi_mla")),
-    ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", checkpoint_kv_auto=True)),
+    ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", checkpoint_kv_auto=True, group_pad_ratio=1.5)),
     ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel",
                     nemotron_h_ssm_dtype="float32")),
     ("0.21.0", dict(tokens="concurrency")),
