@@ -43,7 +43,7 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
         why = "calibrated from a real log of this model, GPU and release"
     else:
         below, above, row = band_bytes(inp.b.version, inp.model)
-        why = f"the dev logs' 90th-percentile error for {row} (profiles/error_bands.yaml)"
+        why = f"the dev logs' 95th-percentile error for {row} (profiles/error_bands.yaml)"
     low, high = avail - below, avail + above
     fixed = bool(inp.errors or budget.errors)  # refusals the band does not move
     at_high = decide(inp, kvp, replace(budget, available_bytes=high)).errors if above else verdict.errors
