@@ -163,3 +163,21 @@ def test_group_size_padding_rule_by_release():
     sizes = {v: build_layout(specs, pad_ratio=behaviour(v).group_pad_ratio).group_size
              for v in ("0.11.0", "0.15.0", "0.20.0")}
     assert sizes == {"0.11.0": 10, "0.15.0": 10, "0.20.0": 13}
+
+
+def test_cudagraph_estimate_follows_the_number_of_capture_sizes():
+    # VllmConfig._set_cudagraph_sizes: 51 sizes at the 512 ceiling; 83 on data-centre Blackwell from 0.28
+    from configurator.hardware.catalog import find_gpu
+    from configurator.vllm.defaults import cudagraph_capture_sizes
+    from configurator.vllm.versions import behaviour
+
+    assert len(cudagraph_capture_sizes(behaviour("0.33.0"), find_gpu("h100-80gb"), 1024, 8192)) == 51
+    assert len(cudagraph_capture_sizes(behaviour("0.28.0"), find_gpu("b200"), 1024, 16384)) == 83
+    assert len(cudagraph_capture_sizes(behaviour("0.27.0"), find_gpu("b200"), 1024, 16384)) == 51
+    assert cudagraph_capture_sizes(behaviour("0.33.0"), find_gpu("l4"), 8, 2048) == [1, 2, 4, 8, 16]
+    b27 = _est("Qwen/Qwen3-8B", "b200", "0.27.0", max_model_len=8192)
+    b28 = _est("Qwen/Qwen3-8B", "b200", "0.28.0", max_model_len=8192)
+    assert b28.memory.cudagraph_bytes > b27.memory.cudagraph_bytes
+    few = _est("Qwen/Qwen3-8B", "h100-80gb", "0.33.0", max_model_len=8192, max_num_seqs=8)
+    many = _est("Qwen/Qwen3-8B", "h100-80gb", "0.33.0", max_model_len=8192)
+    assert few.memory.cudagraph_bytes < many.memory.cudagraph_bytes

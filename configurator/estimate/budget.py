@@ -19,6 +19,7 @@ from configurator.memory.overheads import OverheadCoefficients, Overheads, estim
 from configurator.memory.weights import WeightEstimate, weight_bytes
 from configurator.units import GiB, MiB, format_gib
 from configurator.vllm import messages
+from configurator.vllm.defaults import cudagraph_capture_sizes
 from configurator.vllm.overhead_data import era_row
 
 # CUDA context + cuBLAS handles created before vLLM's baseline snapshot (not counted against the
@@ -136,7 +137,8 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         v2_sampler_state=inp.v2, coeffs=req.coefficients or coefficients_for(b.version),
         moe_intermediate_size=int(tc.get("moe_intermediate_size") or 0) if inp.is_moe else 0,
         experts_per_token=int(tc.get("num_experts_per_tok") or tc.get("top_k_experts") or tc.get("moe_topk") or 0)
-        if inp.is_moe else 0)
+        if inp.is_moe else 0,
+        num_capture_sizes=len(cudagraph_capture_sizes(b, inp.gpu, inp.max_num_seqs, inp.mnbt)))
     other = ov.runner_bytes if b.accounting == "consumed" else 0
     if cal is not None:
         weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other)

@@ -51,6 +51,7 @@ class OverheadCoefficients:
 
 
 DEFAULT_COEFFICIENTS = OverheadCoefficients()
+REFERENCE_CAPTURE_SIZES = 51  # default capture sizes at a 512 ceiling (1, 2, 4, 8..248 by 8, 256..512 by 16)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
                        max_num_batched_tokens: int, max_num_seqs: int, tp: int, pp: int,
                        last_stage: bool, enforce_eager: bool, cudagraph_counted: bool,
                        v2_sampler_state: bool, moe_intermediate_size: int = 0, experts_per_token: int = 0,
+                       num_capture_sizes: int = REFERENCE_CAPTURE_SIZES,
                        coeffs: OverheadCoefficients = DEFAULT_COEFFICIENTS) -> Overheads:
     """Overheads for one rank. Llama-3.1-8B on H100 (0.11-0.26), mnbt 8,192, R 1,024: forward
     ~0.8 GiB; sampler 1,024 x 128,256 x 4 B x 9.6 copies = 4.7 GiB -> activation 4.7 GiB
@@ -82,7 +84,10 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
     non_torch = coeffs.non_torch_multi_gpu_bytes if tp * pp > 1 else coeffs.non_torch_tp1_bytes
     graphs = 0
     if cudagraph_counted and not enforce_eager:
-        graphs = coeffs.cudagraph_base_bytes + coeffs.cudagraph_per_layer_bytes * num_layers_on_rank
+        # vLLM estimates the pool from the first capture plus one per-graph cost per capture size
+        # (profile_cudagraph_memory); the per-layer cost was fitted at the 51 sizes of the default 512 ceiling
+        graphs = coeffs.cudagraph_base_bytes + int(coeffs.cudagraph_per_layer_bytes * num_layers_on_rank
+                                                   * num_capture_sizes / REFERENCE_CAPTURE_SIZES)
     runner = coeffs.runner_buffers_bytes
     if v2_sampler_state and last_stage:
         # V2 model runner penalty state: output_bin_counts (int32) + prompt_bin_mask (1/32 of it)

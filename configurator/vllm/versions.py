@@ -125,6 +125,11 @@ class Behaviour:
     # hybrid groups pad to the largest layer-type bucket when it is under this x the smallest
     # (kv_cache_utils._get_kv_cache_groups_uniform_page_size: none until 0.11, 1.25 0.12-0.17, 1.5 0.19+)
     group_pad_ratio: float = 1.5
+    # default CUDA-graph capture sizes (VllmConfig._set_cudagraph_sizes): max_num_batched_tokens appended
+    # when it fits (0.21+); a 1,024 ceiling on data-centre Blackwell (0.28+); max_num_seqs appended (0.29+)
+    capture_mnbt: bool = True
+    capture_blackwell_1024: bool = True
+    capture_decode_size: bool = True
     # --kv-cache-memory-bytes exists (EngineArgs, 0.10.2+)
     kv_cache_memory_bytes_flag: bool = True
     # --dtype auto on a GPU without bfloat16 falls back to float16 (config/model.py, 0.10+)
@@ -146,7 +151,8 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     yarn_max_len="scale", messages="v0_11", auto_max_model_len=False,
                     log_style="v0_8gb", accounting="peak_all", batch_tiers="h100_name", small_tier_seqs=1024,
                     auto_dtype_fallback=False, longrope_default_original=False,
-                    kv_cache_memory_bytes_flag=False, group_pad_ratio=0.0)),
+                    kv_cache_memory_bytes_flag=False, group_pad_ratio=0.0, capture_mnbt=False,
+                    capture_blackwell_1024=False, capture_decode_size=False)),
     ("0.8.3", dict(log_style="v0_8")),
     ("0.8.4", dict(small_tier_seqs=256)),
     ("0.8.5", dict(batch_tiers="mem70")),
@@ -166,14 +172,16 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", checkpoint_kv_auto=True, group_pad_ratio=1.5)),
     ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel",
                     nemotron_h_ssm_dtype="float32")),
-    ("0.21.0", dict(tokens="concurrency")),
+    ("0.21.0", dict(tokens="concurrency", capture_mnbt=True)),
     ("0.23.0", dict(messages="v0_23", v2_scope="llama_qwen3")),
     ("0.24.0", dict(v2_scope="listed")),
     ("0.25.0", dict(v2_scope="dense_no_hybrid")),
     ("0.26.0", dict(in_flight="batches")),
     ("0.27.0", dict(accounting="consumed", v2_scope="dense_listed_hybrid")),
-    ("0.28.0", dict(log_style="v0_28", hybrid_prefix_caching=True, mamba_all_mode=False, batch_tiers="three_tiers")),
-    ("0.29.0", dict(fit_check="blocks", v2_runner=True, v2_scope="all", v2_cudagraph_estimate=True)),
+    ("0.28.0", dict(capture_blackwell_1024=True, log_style="v0_28",
+                    hybrid_prefix_caching=True, mamba_all_mode=False, batch_tiers="three_tiers")),
+    ("0.29.0", dict(capture_decode_size=True, fit_check="blocks",
+                    v2_runner=True, v2_scope="all", v2_cudagraph_estimate=True)),
     ("0.30.0", dict(yarn_max_len="as_is")),
     ("0.33.0", dict(mamba_checkpoint_block=True, gb10_small_tier=True)),
 )
