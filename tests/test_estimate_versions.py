@@ -181,3 +181,13 @@ def test_cudagraph_estimate_follows_the_number_of_capture_sizes():
     few = _est("Qwen/Qwen3-8B", "h100-80gb", "0.33.0", max_model_len=8192, max_num_seqs=8)
     many = _est("Qwen/Qwen3-8B", "h100-80gb", "0.33.0", max_model_len=8192)
     assert few.memory.cudagraph_bytes < many.memory.cudagraph_bytes
+
+
+def test_config_ssm_dtype_only_where_vllm_reads_it_and_never_over_the_user():
+    # model_executor/models/config.py: Qwen3_5*Config reads mamba_ssm_dtype (0.17+); NemotronH reads
+    # mamba_ssm_cache_dtype; a user --mamba-ssm-cache-dtype other than auto wins
+    default = _est("Qwen/Qwen3.5-27B", "h200", "0.33.0", max_model_len=8192)
+    user = _est("Qwen/Qwen3.5-27B", "h200", "0.33.0", max_model_len=8192, mamba_ssm_cache_dtype="bfloat16")
+    assert user.kv_cache.state_bytes_per_sequence < default.kv_cache.state_bytes_per_sequence  # fp32 -> bf16
+    before = _est("Qwen/Qwen3.5-27B", "h200", "0.15.0", max_model_len=8192)
+    assert before.kv_cache.state_bytes_per_sequence < default.kv_cache.state_bytes_per_sequence

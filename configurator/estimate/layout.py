@@ -118,6 +118,11 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         block_size = 16
     mamba_conv = state_bytes(f.get("mamba_cache_dtype"), inp.dtype)
     mamba_ssm = state_bytes(f.get("mamba_ssm_cache_dtype"), None) or mamba_conv
+    # a config's SSM-state dtype counts only where vLLM reads it (model_executor/models/config.py): Nemotron-H
+    # (mamba_ssm_cache_dtype) and, from 0.17, Qwen3.5 (mamba_ssm_dtype); never over a user's choice
+    user_ssm = str(f.get("mamba_ssm_cache_dtype") or "auto").lower() != "auto"
+    config_ssm = not user_ssm and (model.model_type == "nemotron_h" or (
+        b.qwen35_ssm_key and any(a.startswith("Qwen3_5") for a in model.architectures)))
     if f.get("mamba_ssm_cache_dtype") in (None, "auto") and model.model_type == "nemotron_h" \
             and b.nemotron_h_ssm_dtype != "model":
         mamba_ssm = DTYPE_BYTES[b.nemotron_h_ssm_dtype]  # Nemotron-H's own default for its SSM state
@@ -133,7 +138,7 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         kernel_block = math.lcm(mamba_chunk_size(model), kernel_block)
     rank = build_rank_specs(model, tp=inp.tp, kv_dtype=inp.kv, block_size=block_size,
                             user_block_size=bool(user_bs), mamba_conv_bytes=mamba_conv,
-                            mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block)
+                            mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block, config_ssm_dtype=config_ssm)
     if rank.block_size != block_size:
         bs_reason = rank.block_size_reason
     block_size = rank.block_size

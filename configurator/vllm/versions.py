@@ -130,6 +130,8 @@ class Behaviour:
     capture_mnbt: bool = True
     capture_blackwell_1024: bool = True
     capture_decode_size: bool = True
+    # Qwen3.5 architectures take their SSM-state dtype from the config's mamba_ssm_dtype (0.17+)
+    qwen35_ssm_key: bool = True
     # --kv-cache-memory-bytes exists (EngineArgs, 0.10.2+)
     kv_cache_memory_bytes_flag: bool = True
     # --dtype auto on a GPU without bfloat16 falls back to float16 (config/model.py, 0.10+)
@@ -152,7 +154,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     log_style="v0_8gb", accounting="peak_all", batch_tiers="h100_name", small_tier_seqs=1024,
                     auto_dtype_fallback=False, longrope_default_original=False,
                     kv_cache_memory_bytes_flag=False, group_pad_ratio=0.0, capture_mnbt=False,
-                    capture_blackwell_1024=False, capture_decode_size=False)),
+                    capture_blackwell_1024=False, capture_decode_size=False, qwen35_ssm_key=False)),
     ("0.8.3", dict(log_style="v0_8")),
     ("0.8.4", dict(small_tier_seqs=256)),
     ("0.8.5", dict(batch_tiers="mem70")),
@@ -169,6 +171,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.15.0", dict(fit_check="first_group", messages="v0_15", auto_max_model_len=True,
                     requested_rounding="ceil",
                     mamba_all_mode=True, chunked_local_hma=True, mla_block="fi_mla")),
+    ("0.17.0", dict(qwen35_ssm_key=True)),
     ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", checkpoint_kv_auto=True, group_pad_ratio=1.5)),
     ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel",
                     nemotron_h_ssm_dtype="float32")),
