@@ -191,3 +191,20 @@ def test_config_ssm_dtype_only_where_vllm_reads_it_and_never_over_the_user():
     assert user.kv_cache.state_bytes_per_sequence < default.kv_cache.state_bytes_per_sequence  # fp32 -> bf16
     before = _est("Qwen/Qwen3.5-27B", "h200", "0.15.0", max_model_len=8192)
     assert before.kv_cache.state_bytes_per_sequence < default.kv_cache.state_bytes_per_sequence
+
+
+def test_hybrid_mla_mamba_blocks_align_to_128_from_0_27():
+    # platforms/interface.py::_align_hybrid_block_size (0.27+): max(alignment, 128) for hybrid MLA/Mamba models.
+    # No profile is one, so a Qwen3.6-27B whose attention layers are MLA stands in (geometry only).
+    from dataclasses import replace
+
+    from configurator.model.resolve import resolve_model
+    from configurator.model.spec import LayerGeometry
+
+    base = resolve_model("Qwen/Qwen3.6-27B")
+    layers = tuple(LayerGeometry(g.index, "mla", 1, 576, 0) if g.kind == "full" else g for g in base.layers)
+    hybrid_mla = replace(base, layers=layers, is_mla=True)
+    for version, aligned in (("0.26.0", False), ("0.27.0", True), ("0.33.0", True)):
+        r = estimate(EstimateRequest(model=hybrid_mla, gpu="a100-80gb", vllm_version=version,
+                                     flags={"max_model_len": 8192, "enable_prefix_caching": False}))
+        assert (r.kv_cache.block_size % 128 == 0) == aligned, version

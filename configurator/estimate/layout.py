@@ -132,6 +132,8 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         kernel_block = 64  # FlashInfer GDN prefill checkpoints align to 64 tokens (0.33, Hopper and Blackwell)
     if b.hybrid_align == "fixed16":
         kernel_block = 16
+    if model.has_mamba and model.is_mla and b.hybrid_mla_align_128 and b.hybrid_align == "kernel":
+        kernel_block = max(kernel_block, 128)  # TRTLLM / FlashInfer MLA decode kernels (0.27+)
     if model.has_mamba and inp.prefix and b.mamba_all_mode and not is_gdn(model):
         # mamba_cache_mode 'all' (0.15-0.27): the block is a multiple of lcm(Mamba chunk, alignment)
         # (model_executor/models/config.py 0.15-0.17, platforms/interface.py 0.20-0.27)

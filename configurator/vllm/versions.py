@@ -130,6 +130,9 @@ class Behaviour:
     capture_mnbt: bool = True
     capture_blackwell_1024: bool = True
     capture_decode_size: bool = True
+    # hybrid MLA + Mamba models align the attention block to a multiple of 128 (TRTLLM / FlashInfer MLA
+    # decode) (platforms/interface.py::_align_hybrid_block_size, 0.27+)
+    hybrid_mla_align_128: bool = True
     # Qwen3.5 architectures take their SSM-state dtype from the config's mamba_ssm_dtype (0.17+)
     qwen35_ssm_key: bool = True
     # --kv-cache-memory-bytes exists (EngineArgs, 0.10.2+)
@@ -154,7 +157,8 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     log_style="v0_8gb", accounting="peak_all", batch_tiers="h100_name", small_tier_seqs=1024,
                     auto_dtype_fallback=False, longrope_default_original=False,
                     kv_cache_memory_bytes_flag=False, group_pad_ratio=0.0, capture_mnbt=False,
-                    capture_blackwell_1024=False, capture_decode_size=False, qwen35_ssm_key=False)),
+                    capture_blackwell_1024=False, capture_decode_size=False, qwen35_ssm_key=False,
+                    hybrid_mla_align_128=False)),
     ("0.8.3", dict(log_style="v0_8")),
     ("0.8.4", dict(small_tier_seqs=256)),
     ("0.8.5", dict(batch_tiers="mem70")),
@@ -180,7 +184,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.24.0", dict(v2_scope="listed")),
     ("0.25.0", dict(v2_scope="dense_no_hybrid")),
     ("0.26.0", dict(in_flight="batches")),
-    ("0.27.0", dict(accounting="consumed", v2_scope="dense_listed_hybrid")),
+    ("0.27.0", dict(accounting="consumed", v2_scope="dense_listed_hybrid", hybrid_mla_align_128=True)),
     ("0.28.0", dict(capture_blackwell_1024=True, log_style="v0_28",
                     hybrid_prefix_caching=True, mamba_all_mode=False, batch_tiers="three_tiers")),
     ("0.29.0", dict(capture_decode_size=True, fit_check="blocks",
