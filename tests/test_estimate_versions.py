@@ -208,3 +208,10 @@ def test_hybrid_mla_mamba_blocks_align_to_128_from_0_27():
         r = estimate(EstimateRequest(model=hybrid_mla, gpu="a100-80gb", vllm_version=version,
                                      flags={"max_model_len": 8192, "enable_prefix_caching": False}))
         assert (r.kv_cache.block_size % 128 == 0) == aligned, version
+
+
+def test_mamba_state_in_the_kv_dtype_in_0_10_0():
+    # gpu_model_runner.get_kv_cache_spec (0.10.0): MambaSpec(dtype=self.kv_cache_dtype); 0.10.1: the state's own dtypes
+    old = _est("nvidia/Nemotron-H-56B-Base-8K", "h200", "0.10.0", max_model_len=8192, kv_cache_dtype="fp8")
+    new = _est("nvidia/Nemotron-H-56B-Base-8K", "h200", "0.10.1", max_model_len=8192, kv_cache_dtype="fp8")
+    assert old.kv_cache.state_bytes_per_sequence * 2 == new.kv_cache.state_bytes_per_sequence  # 1 B vs bf16

@@ -118,10 +118,12 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         block_size = 16
     mamba_conv = state_bytes(f.get("mamba_cache_dtype"), inp.dtype)
     mamba_ssm = state_bytes(f.get("mamba_ssm_cache_dtype"), None) or mamba_conv
+    if b.mamba_state_in_kv_dtype:  # <= 0.10.0: MambaSpec(dtype=kv_cache_dtype) for conv and SSM state
+        mamba_conv = mamba_ssm = max(inp.kv.element_bits // 8, 1)
     # a config's SSM-state dtype counts only where vLLM reads it (model_executor/models/config.py): Nemotron-H
     # (mamba_ssm_cache_dtype) and, from 0.17, Qwen3.5 (mamba_ssm_dtype); never over a user's choice
     user_ssm = str(f.get("mamba_ssm_cache_dtype") or "auto").lower() != "auto"
-    config_ssm = not user_ssm and (model.model_type == "nemotron_h" or (
+    config_ssm = not user_ssm and not b.mamba_state_in_kv_dtype and (model.model_type == "nemotron_h" or (
         b.qwen35_ssm_key and any(a.startswith("Qwen3_5") for a in model.architectures)))
     if f.get("mamba_ssm_cache_dtype") in (None, "auto") and model.model_type == "nemotron_h" \
             and b.nemotron_h_ssm_dtype != "model":

@@ -130,6 +130,8 @@ class Behaviour:
     capture_mnbt: bool = True
     capture_blackwell_1024: bool = True
     capture_decode_size: bool = True
+    # Mamba state stored in the KV-cache dtype (gpu_model_runner.get_kv_cache_spec, <= 0.10.0)
+    mamba_state_in_kv_dtype: bool = False
     # hybrid MLA + Mamba models align the attention block to a multiple of 128 (TRTLLM / FlashInfer MLA
     # decode) (platforms/interface.py::_align_hybrid_block_size, 0.27+)
     hybrid_mla_align_128: bool = True
@@ -158,13 +160,13 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     auto_dtype_fallback=False, longrope_default_original=False,
                     kv_cache_memory_bytes_flag=False, group_pad_ratio=0.0, capture_mnbt=False,
                     capture_blackwell_1024=False, capture_decode_size=False, qwen35_ssm_key=False,
-                    hybrid_mla_align_128=False)),
+                    hybrid_mla_align_128=False, mamba_state_in_kv_dtype=True)),
     ("0.8.3", dict(log_style="v0_8")),
     ("0.8.4", dict(small_tier_seqs=256)),
     ("0.8.5", dict(batch_tiers="mem70")),
     ("0.9.0", dict(batch_tiers="two_tiers", auto_dtype_fallback=True)),
     ("0.9.1", dict(accounting="weights_peak", log_style="v0_10")),
-    ("0.10.1", dict(mla_block="cutlass_cc100", seqs_clamp=True)),
+    ("0.10.1", dict(mla_block="cutlass_cc100", seqs_clamp=True, mamba_state_in_kv_dtype=False)),
     ("0.10.2", dict(v1_needs_sm80=False, kv_cache_memory_bytes_flag=True)),
     ("0.11.0", dict(tokens="blocks")),
     ("0.11.1", dict(longrope_default_original=True, mnbt_clamp=True, chunked_forced=False)),
