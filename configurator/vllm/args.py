@@ -245,7 +245,7 @@ def convert(rel: ReleaseArgs, o: Option, raw: str, index: int | None = None) -> 
                 raise ArgError(f"argument {o.name}: Value {raw} cannot be converted to <class '{o.type}'>.",
                                index) from None
             tname = {"human_int": "human_readable_int", "human_int_or_auto": "human_readable_int_or_auto"}
-            hint = (" (vLLM reads a whole number: 8192, 8k = 8,000, 8K = 8,192"
+            hint = (" (vLLM reads a whole number such as 8192, 8k (8,000) or 8K (8,192)"
                     + (", or auto)" if o.type == "human_int_or_auto" else ")")) if o.type in tname else ""
             raise ArgError(f"argument {o.name}: invalid {tname.get(o.type, o.type)} value: {raw!r}{hint}",
                            index) from None
