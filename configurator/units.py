@@ -17,47 +17,99 @@ _UNITS = {
     "t": 1000**4, "tb": 1000**4,
     "ki": KiB, "kib": KiB, "mi": MiB, "mib": MiB, "gi": GiB, "gib": GiB, "ti": 1 << 40, "tib": 1 << 40,
 }
-_SIZE_RE = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
-# vLLM's human_readable_int (vllm/engine/arg_utils.py): lower-case suffix = powers of 1000,
-# upper-case = powers of 1024 ("1k" = 1000, "1K" = 1024).
-_HUMAN_RE = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+)\s*([kKmMgGtT])\s*$")
-_HUMAN_MULT = {"k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
-               "K": KiB, "M": MiB, "G": GiB, "T": 1 << 40}
+_SIZE_RE = re.compile(r"^\s*([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+# Sizes and counts beyond these are typos or attacks, never hardware: 1 PiB of GPU memory,
+# 2**40 tokens.
+MAX_BYTES = 1 << 50
+MAX_TOKENS = 1 << 40
 
 
-def parse_size(text: str | int | float, *, what: str = "size") -> int:
-    """'79.18GiB', '81559MiB', '80GB', '1.5e9' or an int -> integer bytes (GiB = 2**30, GB = 10**9)."""
-    if isinstance(text, bool):
-        raise InputError(f"{what}: expected a size, got {text!r}")
+def parse_size(text: str | int | float, *, what: str = "size", bare: str = "B") -> int:
+    """'79.18GiB', '81559MiB', '80GB', '1.5e9' or a number -> integer bytes (GiB = 2**30, GB = 10**9).
+
+    `bare` is the unit of a number written without one ('GiB' for --gpu-memory: `80` is 80 GiB).
+    Refuses (InputError, one line) anything negative, not finite or above MAX_BYTES.
+    """
+    if isinstance(text, bool) or text is None:
+        raise InputError(f"{what}: expected a size such as 79.18GiB, 81559MiB or 80GB, got {text!r}")
     if isinstance(text, int | float):
-        value, unit = float(text), ""
+        value, unit = float(text) if not isinstance(text, int) or abs(text) < MAX_BYTES * 2 else math.inf, ""
+        shown = str(text)[:40]
     else:
-        m = _SIZE_RE.match(str(text))
+        shown = str(text)[:40] + ("..." if len(str(text)) > 40 else "")
+        m = _SIZE_RE.match(str(text)) if len(str(text)) <= 64 else None
         if not m:
-            raise InputError(f"{what}: cannot read '{text}' as a size (e.g. 79.18GiB, 81559MiB, 80GB)")
-        value, unit = float(m.group(1)), m.group(2).lower()
+            raise InputError(f"{what}: cannot read '{shown}' as a size (e.g. 79.18GiB, 81559MiB, 80GB)")
+        try:
+            value = float(m.group(1))
+        except OverflowError:  # pragma: no cover - float() returns inf rather than raising
+            value = math.inf
+        unit = m.group(2).lower()
         if unit not in _UNITS:
-            raise InputError(f"{what}: unknown unit '{m.group(2)}' in '{text}' (use B, MiB, GiB, MB, GB)")
-    if value < 0 or not math.isfinite(value):
-        raise InputError(f"{what}: must not be negative, got '{text}'")
-    return round(value * _UNITS[unit])
+            raise InputError(f"{what}: unknown unit '{m.group(2)}' in '{shown}' (use B, MiB, GiB, MB, GB)")
+    if not unit:
+        unit = bare.lower()
+    if not math.isfinite(value):
+        raise InputError(f"{what}: '{shown}' is not a finite size")
+    if value < 0:
+        raise InputError(f"{what}: must not be negative, got '{shown}'")
+    num_bytes = value * _UNITS[unit]
+    if num_bytes > MAX_BYTES:
+        raise InputError(f"{what}: '{shown}' is out of range (at most {MAX_BYTES >> 50} PiB)")
+    return round(num_bytes)
+
+
+class HumanIntError(ValueError):
+    """vLLM's own refusal of a human-readable integer (its argparse.ArgumentTypeError text)."""
+
+
+# vLLM's human_readable_int (vllm/utils/argparse_utils.py; vllm/engine/arg_utils.py before 0.13):
+# `(\d+(?:\.\d+)?)([kKmMgGtT])` - a lower-case suffix is decimal (1k = 1,000), an upper-case one
+# binary (1K = 1,024) and takes no decimals; anything else goes to Python's int(). t / T arrived
+# in 0.13 (0.8.4-0.12 know k m g / K M G).
+_HUMAN_RE = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_HUMAN_MULT = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
+               "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def human_readable_int(text: str, *, suffixes: str = "kKmMgGtT") -> int:
+    """'128K' -> 131,072; '128k' -> 128,000; '25.6k' -> 25,600; '8192' -> 8,192, as vLLM reads them.
+
+    Raises HumanIntError with vLLM's text for decimals with a binary suffix ('1.5K'), ValueError
+    for anything int() refuses (as vLLM's parser would).
+    """
+    value = str(text).strip()
+    m = _HUMAN_RE.fullmatch(value)
+    if m and m.group(2) in suffixes:
+        number, suffix = m.groups()
+        if suffix.islower():
+            return int(float(number) * _HUMAN_MULT[suffix])
+        try:
+            return int(number) * _HUMAN_MULT[suffix]
+        except ValueError:
+            raise HumanIntError(f"Decimals are not allowed with binary suffixes like {suffix}. "
+                                f"Did you mean to use {number}{suffix.lower()} instead?") from None
+    return int(value)
 
 
 def parse_human_int(text: str | int, *, what: str) -> int:
-    """vLLM's human-readable integers ('25G' = 25 GiB, '25g' = 25e9) plus our size units."""
+    """A token count or byte count as vLLM's human_readable_int reads it ('25G' = 25 GiB,
+    '25g' = 25e9, '128K' = 131,072), range-checked: 0 <= value <= MAX_BYTES."""
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     else:
-        s = str(text).strip()
-        m = _HUMAN_RE.match(s)
-        if m:
-            value = int(float(m.group(1)) * _HUMAN_MULT[m.group(2)])
-            if value < 0:
-                raise InputError(f"{what}: must not be negative, got '{text}'")
-        else:
-            value = parse_size(s, what=what)
+        shown = str(text)[:40] + ("..." if len(str(text)) > 40 else "")
+        try:
+            value = human_readable_int(str(text))
+        except HumanIntError as e:
+            raise InputError(f"{what}: {e}") from None
+        except ValueError:
+            raise InputError(f"{what}: expected a whole number such as 8192, 8k (8,000) or 8K (8,192), "
+                             f"got '{shown}'") from None
     if value < 0:
-        raise InputError(f"{what}: must not be negative, got '{text}'")
+        raise InputError(f"{what}: must not be negative, got {value}")
+    if value > MAX_BYTES:
+        raise InputError(f"{what}: {str(value)[:40]} is out of range")
     return value
 
 
@@ -68,7 +120,7 @@ _QUANTITY_MULT = {None: 1, "Ki": KiB, "Mi": MiB, "Gi": GiB, "Ti": 1 << 40, "Pi":
 
 def parse_quantity(text: str | int | float, *, what: str) -> int:
     """A Kubernetes resource quantity in bytes: '2Gi', '512Mi', '20G', '1500000000'."""
-    m = _QUANTITY_RE.match(str(text))
+    m = _QUANTITY_RE.match(str(text)) if len(str(text)) <= 64 else None
     if not m:
         raise InputError(f"{what}: '{text}' is not a Kubernetes quantity (e.g. 2Gi, 512Mi, 20G)")
     return int(float(m.group(1)) * _QUANTITY_MULT[m.group(2)])

@@ -32,7 +32,7 @@ def test_bad_input_is_one_line_and_exit_2(run_cli, tmp_path):
         (("-tp", "3"), "divisible by tensor parallel size"),
         (("--max-model-len", "-5"), "--max-model-len"),
         (("--kv-cache-memory-bytes", "-1"), "negative"),
-        (("--max-num-seqs", "abc"), "integer"),
+        (("--max-num-seqs", "abc"), "invalid int value: 'abc'"),
     ):
         _one_line_error(run_cli("estimate", "--model", "llama-2-7b", "--gpu", "a100", *args), needle)
     _one_line_error(run_cli("estimate", "--model", "llama-2-7b", "--gpu-memory", "-3GiB"), "--gpu-memory")
@@ -64,7 +64,7 @@ def test_serve_command_after_double_dash(estimate_json):
 
 def test_kv_cache_memory_bytes_used_exactly(estimate_json):
     _, r = estimate_json("--model", "Qwen/Qwen2-7B-Instruct", "--gpu", "a100-80gb", "--max-model-len", "16384",
-                         "--kv-cache-memory-bytes", "5G", "--vllm-version", "0.10.1.1")
+                         "--kv-cache-memory-bytes", "5G", "--vllm-version", "0.10.2")
     assert r["memory"]["kv_cache_bytes"] == 5 * 2**30
     assert r["kv_cache"]["num_blocks"] == 5 * 2**30 // (28 * 2 * 4 * 128 * 2 * 16)
 
@@ -111,3 +111,83 @@ def test_refusal_text_matches_a_real_log():
 def test_weights_larger_than_the_gpu(estimate_json):
     code, r = estimate_json("--model", "deepseek-ai/DeepSeek-R1", "--gpu", "h100", "--max-model-len", "16000")
     assert code == 1 and r["errors"][0].startswith("CUDA out of memory while loading the model")
+
+
+def test_typo_after_double_dash_exits_1_with_vllms_text_and_nearest_flag(run_cli):
+    res = run_cli("estimate", "--gpu", "l4", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-modle-len", "8192")
+    assert res.exit_code == 1
+    assert "vllm: error: unrecognized arguments: --max-modle-len 8192" in res.stderr
+    assert "--max-model-len" in res.stderr.split("unrecognized arguments")[1].split("8192", 1)[1]
+
+
+def test_option_not_in_the_release_is_unrecognized(run_cli):
+    # --kv-cache-memory-bytes arrived in 0.10.2 (vllm/engine/arg_utils.py)
+    res = run_cli("estimate", "--model", "Qwen/Qwen2-7B-Instruct", "--gpu", "a100-80gb",
+                  "--kv-cache-memory-bytes", "5G", "--vllm-version", "0.10.1.1")
+    assert res.exit_code == 1 and "unrecognized arguments: --kv-cache-memory-bytes=5G" in res.stderr
+
+
+def test_values_outside_the_releases_choices_are_refused_in_vllms_words(run_cli):
+    for version, args, needle in (
+        ("0.33.0", ("--dtype", "fp16"), "argument --dtype: invalid choice: 'fp16' (choose from 'auto',"),
+        ("0.33.0", ("--dtype", "bf16"), "invalid choice: 'bf16'"),
+        ("0.10.0", ("-q", "bogus"), "argument --quantization/-q: invalid choice: 'bogus'"),
+        ("0.33.0", ("-q", "bogus"), "Unknown quantization method: bogus"),
+        ("0.10.0", ("--block-size", "7"), "argument --block-size: invalid choice: 7 (choose from 1, 8, 16"),
+    ):
+        _one_line_error(run_cli("estimate", "--model", "llama-2-7b", "--gpu", "a100-80gb", "--vllm-version",
+                                version, *args), needle)
+        _one_line_error(run_cli("estimate", "--gpu", "a100-80gb", "--vllm-version", version, "--", "vllm", "serve",
+                                "llama-2-7b", *args), needle)
+
+
+def test_lengths_read_as_vllm_reads_them(estimate_json):
+    for text, tokens in (("8K", 8192), ("8k", 8000), ("8192", 8192), ("2.5k", 2500)):
+        _, r = estimate_json("--model", "Qwen/Qwen3-8B", "--gpu", "h100-80gb", "--max-model-len", text)
+        assert r["flags"]["max_model_len"] == tokens, text
+        _, r = estimate_json("--gpu", "h100-80gb", "--", "vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", text)
+        assert r["flags"]["max_model_len"] == tokens, text
+
+
+def test_token_counts_get_token_count_messages(run_cli):
+    _one_line_error(run_cli("estimate", "--model", "llama-2-7b", "--gpu", "l4", "--max-model-len", "8,192"),
+                    "8k (8,000)", "8K (8,192)")
+    _one_line_error(run_cli("estimate", "--model", "llama-2-7b", "--gpu", "l4", "--max-model-len", "1.5K"),
+                    "Decimals are not allowed with binary suffixes like K")
+
+
+def test_bare_gpu_memory_is_gib(estimate_json):
+    _, bare = estimate_json("--model", "Qwen/Qwen3-8B", "--gpu-memory", "80")
+    _, unit = estimate_json("--model", "Qwen/Qwen3-8B", "--gpu-memory", "80GiB")
+    assert bare["memory"]["total_bytes"] == unit["memory"]["total_bytes"] == 80 * 2**30
+
+
+def test_absurd_numbers_are_one_line_exit_2(run_cli):
+    huge = "9" * 400
+    for opt in ("--gpu-memory", "--gpu-memory-used", "--kv-cache-memory-bytes", "--max-model-len",
+                "--cpu-offload-gb", "--max-num-batched-tokens"):
+        for value in ("1e308TiB", "inf", "nan", huge, "-inf", "1e400"):
+            args = ["estimate", "--model", "llama-2-7b", opt, value]
+            if opt != "--gpu-memory":
+                args += ["--gpu", "l4"]
+            _one_line_error(run_cli(*args))
+
+
+def test_ambiguous_alias_says_which_gpu_it_picked(run_cli):
+    res = run_cli("estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "a100")
+    assert "using a100-80gb" in res.stderr and "a100-40gb" in res.stderr
+    res = run_cli("estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "a100-40gb")
+    assert "note:" not in res.stderr
+
+
+def test_closed_pipe_keeps_the_verdicts_exit_code(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.argv = ['vllm-configurator', 'estimate', '--model', 'Qwen/Qwen3-8B', '--gpu', "
+            "'h100-80gb', *sys.argv[1:]]\nfrom configurator.cli.main import main\nmain()")
+    for extra, verdict in (([], 0), (["--max-model-len", "128K"], 1)):
+        p = subprocess.Popen([sys.executable, "-c", code, *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        p.stdout.readline()
+        p.stdout.close()  # `| head -1`
+        assert p.wait(timeout=60) == verdict

@@ -28,4 +28,33 @@ def calibration(path: str | None):
 def memory_used(text: str | None) -> int:
     from configurator.units import parse_size
 
-    return parse_size(text, what="--gpu-memory-used") if text else 0
+    return parse_size(text, what="--gpu-memory-used", bare="GiB") if text else 0
+
+
+def gpu_note(gpu: str | None) -> None:
+    """Say which GPU an ambiguous alias picked (`--gpu a100` -> a100-80gb)."""
+    if gpu:
+        from configurator.hardware.catalog import alias_note
+
+        note = alias_note(gpu)
+        if note:
+            click.echo(f"note: {note}", err=True)
+
+
+def finish(render, code: int) -> None:
+    """Render to stdout and exit with the verdict's code; a reader that closed the pipe early
+    (`| head -1`) does not change that code."""
+    import os
+    import sys
+
+    try:
+        render()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+    except SystemExit as e:
+        # rich's Console.on_broken_pipe points stdout at /dev/null and raises SystemExit(1): that 1
+        # was the "does not fit" code printed for a FITS result piped into `head`
+        if e.code != 1:
+            raise
+    sys.exit(int(code))

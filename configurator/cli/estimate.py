@@ -7,7 +7,7 @@ import sys
 import click
 
 from configurator.errors import ExitCode
-from configurator.vllm.flags import FLAGS, convert
+from configurator.vllm.flags import FLAGS
 
 
 def _flag_options(fn):
@@ -59,21 +59,36 @@ def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, c
     from configurator.cli import common
     from configurator.estimate import EstimateRequest, estimate
     from configurator.report import ESTIMATE_FORMATS
-    from configurator.vllm.flags import BY_DEST, parse_serve_args
+    from configurator.vllm.flags import BY_DEST, parse_args, unrecognized_message
 
-    parsed: dict = {}
-    if serve_command:
-        parsed, _unknown = parse_serve_args(list(serve_command))
+    version = common.release(vllm_version, image)
+    # vLLM's flags given as options here are read exactly like the ones after `--`: one parser
+    tokens = list(serve_command)
     for dest, raw in flags.items():
-        if raw is not None:
-            parsed[dest] = convert(BY_DEST[dest], raw)
+        if raw is None:
+            continue
+        flag = BY_DEST[dest]
+        if flag.type == "bool":
+            if raw or flag.negatable:
+                tokens.append(flag.option if raw else "--no-" + flag.option[2:])
+        else:
+            tokens.append(f"{flag.option}={raw}")
+    args = parse_args(tokens, version)
+    if args.unknown:  # vLLM itself would exit here: so does the estimate, with its words
+        # (vllm/entrypoints/cli/main.py: the top-level parser, prog 'vllm', reports left-over tokens)
+        click.echo(f"vllm: error: {unrecognized_message(args.unknown)}", err=True)
+        sys.exit(int(ExitCode.FAIL))
+    for o in args.unmodelled:
+        click.echo(f"warning: {o.dest} changes GPU memory but is not modelled; the estimate ignores it",
+                   err=True)
+    parsed = args.flags
     name = model or parsed.pop("model", None)
     parsed.pop("model", None)
     if not name:
         raise click.UsageError("name a model with --model (or after `-- vllm serve`)")
     result = estimate(EstimateRequest(model=name, gpu=gpu, gpu_memory=gpu_memory,
-                                      vllm_version=common.release(vllm_version, image), flags=parsed,
+                                      vllm_version=version, flags=parsed,
                                       gpu_memory_used=common.memory_used(gpu_memory_used),
                                       calibration=common.calibration(calibration), entry=entry))
-    ESTIMATE_FORMATS[fmt](result, sys.stdout)
-    sys.exit(int(ExitCode.OK if result.fits else ExitCode.FAIL))
+    common.gpu_note(gpu)
+    common.finish(lambda: ESTIMATE_FORMATS[fmt](result, sys.stdout), ExitCode.OK if result.fits else ExitCode.FAIL)

@@ -17,8 +17,11 @@ class _Group(click.Group):
         except ConfiguratorError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(int(e.exit_code))
-        except BrokenPipeError:
-            raise
+        except BrokenPipeError:  # output piped into `head`: stop quietly (click would exit 1)
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(int(ExitCode.OK))
         except (OSError, ValueError) as e:  # last line of defence: one line, never a traceback
             click.echo(f"error: {e}", err=True)
             sys.exit(int(ExitCode.USAGE))

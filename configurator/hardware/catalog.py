@@ -129,10 +129,28 @@ def find_gpu(name: str) -> GPU:
     raise NotFoundError("GPU", name, near, hint="`vllm-configurator gpus` lists them; or pass --gpu-memory")
 
 
+def alias_note(name: str) -> str | None:
+    """When a bare alias names one of several catalog GPUs of a family ('a100' is the 80 GB part,
+    while GKE's nvidia-tesla-a100 is the 40 GB one), say which one it picked; else None."""
+    key = _norm(name)
+    idx = _index()
+    d = idx.get(key)
+    if d is None or key == _norm(d["name"]):
+        return None
+    family = sorted(e["name"] for e in _entries() if _norm(e["name"]).startswith(key + "-"))
+    if len(family) < 2:
+        return None
+    others = ", ".join(f for f in family if f != d["name"])
+    return (f"'{name}' could mean {', '.join(family)}: using {d['name']} "
+            f"({int(d['cuda_total_bytes']) / (1 << 30):.2f} GiB); name {others} to choose that one")
+
+
 def custom_gpu(memory: str) -> GPU:
-    """A GPU known only by its memory (`--gpu-memory 79.18GiB`): taken as the CUDA total."""
-    total = parse_size(memory, what="--gpu-memory")
+    """A GPU known only by its memory (`--gpu-memory 79.18GiB`; a bare number is GiB): taken as
+    the CUDA total."""
+    total = parse_size(memory, what="--gpu-memory", bare="GiB")
     if total <= 0:
         raise InputError("--gpu-memory must be positive")
-    return GPU(name="custom", display_name=f"GPU with {memory}", vendor="nvidia", total_bytes=total,
+    shown = f"{memory} GiB" if re.fullmatch(r"\s*[0-9.]+\s*", str(memory)) else str(memory)
+    return GPU(name="custom", display_name=f"GPU with {shown}", vendor="nvidia", total_bytes=total,
                total_source=f"--gpu-memory {memory}", compute_capability="")

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from configurator.errors import InputError
-from configurator.units import parse_human_int
 
 FlagType = Literal["float", "int", "len", "str", "bool", "bytes"]
 
@@ -75,41 +74,96 @@ def _spellings() -> dict[str, Flag]:
 SPELLINGS = _spellings()
 
 
-def convert(flag: Flag, raw: Any) -> Any:
-    """A flag's text value -> its typed value (one clear InputError on bad input)."""
+def _release_type(flag: Flag, version: str | None) -> str | None:
+    """The option's argparse type in `version` (from the table read from the wheels)."""
+    from configurator.vllm.args import release_args
+
+    for o in release_args(version).options:
+        if o.dest == flag.dest:
+            return o.type
+    return None
+
+
+def _shown(raw: Any) -> str:
+    s = "null" if raw is None else str(raw)
+    return s[:40] + ("..." if len(s) > 40 else "")
+
+
+def convert(flag: Flag, raw: Any, version: str | None = None) -> Any:
+    """A flag's value (text, or a number / bool from YAML) -> its typed, range-checked value, read
+    as vLLM `version` reads it (human_readable_int where that release uses it). One clear
+    InputError on bad input: token counts get token-count messages, sizes size messages."""
+    from configurator.units import MAX_BYTES, MAX_TOKENS, HumanIntError, human_readable_int
+
     name = flag.option
+    if flag.type == "bool":
+        if isinstance(raw, bool):
+            return raw
+        return str(raw).strip().lower() in ("1", "true", "yes", "on")
+    if flag.type == "str":
+        if raw is None or isinstance(raw, dict | list):
+            raise InputError(f"{name}: expected a value, got {_shown(raw)}")
+        return str(raw)
+    if raw is None or isinstance(raw, bool | dict | list):
+        what = {"len": "a token count such as 8192, 8k (8,000), 8K (8,192) or auto",
+                "bytes": "a byte count such as 25G (25 GiB) or 25g (25e9)",
+                "float": "a number", "int": "a whole number"}[flag.type]
+        raise InputError(f"{name}: expected {what}, got {_shown(raw)}")
+    if flag.type == "float":
+        import math
+
+        try:
+            value = float(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise InputError(f"{name}: expected a number, got '{_shown(raw)}'") from None
+        if not math.isfinite(value):
+            raise InputError(f"{name}: expected a finite number, got '{_shown(raw)}'")
+        if value < 0 or value > MAX_BYTES:
+            raise InputError(f"{name}: {_shown(raw)} is out of range")
+        return value
+    text = str(raw).strip() if not isinstance(raw, int) else str(raw)
+    if isinstance(raw, float):
+        if not raw.is_integer():
+            raise InputError(f"{name}: expected an integer, got {_shown(raw)}")
+        text = str(int(raw)) if abs(raw) < 1e30 else "inf"
+    human = flag.type in ("len", "bytes") or _release_type(flag, version) in ("human_int", "human_int_or_auto")
+    limit = MAX_BYTES if flag.type == "bytes" else MAX_TOKENS
+    if flag.type == "len" and (text == "-1" or text.lower() == "auto"):
+        return -1
     try:
-        if flag.type == "float":
-            return float(raw)
-        if flag.type == "int":
-            return int(str(raw).replace("_", ""))
-        if flag.type == "len":
-            s = str(raw).strip().lower()
-            return -1 if s in ("auto", "-1") else parse_human_int(s, what=name)
-        if flag.type == "bytes":
-            return parse_human_int(raw, what=name)
-        if flag.type == "bool":
-            if isinstance(raw, bool):
-                return raw
-            return str(raw).strip().lower() in ("1", "true", "yes", "on")
+        value = human_readable_int(text) if human else int(text)
+    except HumanIntError as e:
+        raise InputError(f"{name}: {e}") from None
     except ValueError:
-        raise InputError(f"{name}: expected {'a number' if flag.type != 'int' else 'an integer'}, "
-                         f"got '{raw}'") from None
-    return str(raw)
+        if flag.type == "len":
+            raise InputError(f"{name}: expected a token count such as 8192, 8k (8,000), 8K (8,192) or "
+                             f"auto, got '{_shown(raw)}'") from None
+        if flag.type == "bytes":
+            raise InputError(f"{name}: expected a byte count such as 25G (25 GiB), 25g (25e9) or "
+                             f"26843545600, got '{_shown(raw)}'") from None
+        raise InputError(f"{name}: expected an integer{' such as 8192 or 8k' if human else ''}, "
+                         f"got '{_shown(raw)}'") from None
+    if value < 0:
+        raise InputError(f"{name}: must not be negative, got {_shown(raw)}")
+    if value > limit:
+        raise InputError(f"{name}: {_shown(raw)} is out of range (at most {limit:,})")
+    return value
 
 
 def parse_serve_args(argv: list[str] | str) -> tuple[dict[str, Any], list[str]]:
     """Read a `vllm serve MODEL --flag value ...` command (or its arguments) into {dest: value}.
 
-    Accepts dashes or underscores, `--flag=value`, `--no-<flag>`, and a single shell string.
-    Returns the known flags and the tokens it did not recognise (ignored by memory maths).
-    Later occurrences win, as with argparse.
+    Read as vLLM's parser reads it (parse_args). Returns the modelled flags and every other
+    token after the launcher (other real options with their values, and what vLLM would reject),
+    which the memory maths ignores. Later occurrences win, as with argparse.
     """
     tokens = shlex.split(argv) if isinstance(argv, str) else list(argv)
     if len(tokens) == 1 and " " in tokens[0]:
         tokens = shlex.split(tokens[0])
-    occurrences, unknown = parse_tokens(tokens)
-    return {dest: value for dest, value, _ in occurrences}, unknown
+    parsed = parse_args(tokens)
+    start, _ = _launcher(tokens)
+    used = {i for o in parsed.occurrences for i in range(o.index, max(o.end, o.index + 1))}
+    return parsed.flags, [t for i, t in enumerate(tokens) if i >= start and i not in used]
 
 
 LAUNCHERS = ("vllm", "python", "python3")
@@ -136,6 +190,7 @@ class Occurrence:
     dest: str
     value: Any
     index: int
+    end: int = 0  # the index after the flag's last token (its value)
 
 
 @dataclass(frozen=True)
@@ -146,6 +201,7 @@ class UnknownArg:
     token: str
     index: int
     suggestion: str | None = None
+    values: tuple[str, ...] = ()  # the tokens after it that argparse also leaves over
 
 
 @dataclass(frozen=True)
@@ -161,65 +217,76 @@ class ParsedArgs:
         return {o.dest: o.value for o in self.occurrences}
 
 
-def parse_args(tokens: list[str], version: str | None = None) -> ParsedArgs:
-    """Tokens of a `vllm serve` / `python -m vllm.entrypoints.openai.api_server` command ->
-    ParsedArgs for vLLM `version` (None: the newest modelled). Raises InputError for a modelled
-    flag with a value vLLM would reject (wrong type, not one of its choices, missing)."""
-    occ, _unknown = parse_tokens(tokens)  # the release's argument table replaces this
-    unmodelled = tuple(Occurrence(t.partition("=")[0], None, i) for i, t in enumerate(tokens)
-                       if t.partition("=")[0] in UNMODELLED_MEMORY_OPTIONS)
-    return ParsedArgs(tuple(Occurrence(d, v, i) for d, v, i in occ), unmodelled, ())
-
-
-def parse_tokens(tokens: list[str]) -> tuple[list[tuple[str, Any, int]], list[str]]:
-    """Tokens of a command -> [(dest, typed value, index of the flag token)] in order, and the
-    unrecognised tokens. The model may be positional (`vllm serve MODEL`) or `--model`."""
+def _launcher(tokens: list[str]) -> tuple[int, bool]:
+    """Where a command's arguments start, and whether it takes the model positionally:
+    `vllm serve MODEL ...` does, `python -m vllm.entrypoints.openai.api_server --model M` does not."""
     start = 0
-    # skip a leading launcher: vllm serve | python -m vllm.entrypoints.openai.api_server
+    positional = True
     while start < len(tokens) and not tokens[start].startswith("-") and (
             tokens[start].rsplit("/", 1)[-1] in LAUNCHERS or tokens[start] in ("serve", "exec")
             or tokens[start].startswith("vllm.entrypoints")):
+        if tokens[start].startswith("vllm.entrypoints"):
+            positional = False
         start += 1
     if tokens[start:start + 1] == ["-m"]:
+        if start + 1 < len(tokens) and tokens[start + 1].startswith("vllm.entrypoints"):
+            positional = False
         start += 2
-    out: list[tuple[str, Any, int]] = []
-    unknown: list[str] = []
-    seen_model = False
-    i = start
-    while i < len(tokens):
-        tok = tokens[i]
-        if not tok.startswith("-"):
-            if not seen_model:
-                out.append(("model", tok, i))
-                seen_model = True
-            else:
-                unknown.append(tok)
-            i += 1
+    return start, positional
+
+
+def parse_args(tokens: list[str], version: str | None = None) -> ParsedArgs:
+    """Tokens of a `vllm serve` / `python -m vllm.entrypoints.openai.api_server` command ->
+    ParsedArgs for vLLM `version` (None: the newest modelled), read as that release's own argument
+    parser reads them (configurator.vllm.args). Raises InputError (vLLM's wording) where vLLM's
+    parser would exit: a value outside an option's choices, a wrong type, a missing value, an
+    ambiguous abbreviation; and for a modelled flag whose value is out of range."""
+    from configurator.vllm.args import ArgError, scan
+
+    tokens = [str(t) for t in tokens]
+    start, positional = _launcher(tokens)
+    s = scan(tokens[start:], version, positional=positional)
+    occurrences: list[Occurrence] = []
+    unmodelled: list[Occurrence] = []
+    if s.model is not None:
+        occurrences.append(Occurrence("model", s.model[0], s.model[1] + start, s.model[1] + start + 1))
+    for g in s.given:
+        at = g.index + start
+        flag = BY_DEST.get(g.option.dest)
+        if flag is not None:
+            value = g.value
+            if flag.type != "bool" or not isinstance(value, bool):
+                try:
+                    value = convert(flag, value, version)
+                except InputError as e:
+                    raise ArgError(str(e), at) from None
+            if flag.dest == "quantization" and value is not None:
+                _check_quantization(g.option, value, at)
+            occurrences.append(Occurrence(flag.dest, value, at, g.end + start))
             continue
-        name, eq, val = tok.partition("=")
-        neg = False
-        flag = SPELLINGS.get(name) or SPELLINGS.get(name.replace("_", "-"))
-        if flag is None and name.startswith("--no-"):
-            flag = SPELLINGS.get("--" + name[5:]) or SPELLINGS.get("--" + name[5:].replace("_", "-"))
-            neg = flag is not None and flag.negatable
-            if not neg:
-                flag = None
-        if flag is None:
-            unknown.append(tok)
-            i += 1
-            continue
-        at = i
-        if flag.type == "bool":
-            out.append((flag.dest, (not neg) if not eq else convert(flag, val), at))
-            i += 1
-            continue
-        if not eq:
-            if i + 1 >= len(tokens):
-                raise InputError(f"{name} needs a value")
-            val = tokens[i + 1]
-            i += 1
-        out.append((flag.dest, convert(flag, val), at))
-        if flag.dest == "model":
-            seen_model = True
-        i += 1
-    return out, unknown
+        if any(o in UNMODELLED_MEMORY_OPTIONS for o in g.option.opts):
+            unmodelled.append(Occurrence(g.option.opts[0], g.value, at, g.end + start))
+    from configurator.vllm.args import release_args
+
+    rel = release_args(version)
+    unknown = tuple(UnknownArg(x.token, x.index + start, rel.nearest(x.token) if x.token.startswith("-") else None,
+                               x.values) for x in s.leftovers)
+    return ParsedArgs(tuple(occurrences), tuple(unmodelled), unknown)
+
+
+def _check_quantization(option: Any, value: str, index: int) -> None:
+    """vLLM's ModelConfig._verify_quantization: a method outside its list is refused with this text
+    (vllm/config/model.py) in releases whose argparse lists no choices for -q (0.20+)."""
+    from configurator.vllm.args import ArgError
+
+    if option.choices is None and option.known and value not in option.known:
+        raise ArgError(f"Unknown quantization method: {value}. Must be one of {list(option.known)}.", index)
+
+
+def unrecognized_message(unknown: tuple[UnknownArg, ...] | list[UnknownArg]) -> str:
+    """vLLM's exit text for left-over tokens, plus the nearest real option of each typo."""
+    from configurator.vllm.args import unrecognized
+
+    text = unrecognized([t for u in unknown for t in (u.token, *u.values)])
+    hints = [f"{u.token.split('=', 1)[0]} -> {u.suggestion}" for u in unknown if u.suggestion]
+    return text + (f" (did you mean: {', '.join(hints)}?)" if hints else "")
