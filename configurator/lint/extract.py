@@ -28,6 +28,7 @@ GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 ANNOTATION_PREFIX = "vllm-configurator.io/"
 MAX_GPUS = 1 << 16  # per pod: more is a typo
 MAX_SECONDS = (1 << 31) - 1  # probe fields are int32 in Kubernetes
+MAX_BAD_FLAGS = 8  # flag values dropped (each a note) before a command is given up
 _VAR = re.compile(r"\$\((\w+)\)|\$\{(\w+)\}|\$(\w+)")
 
 
@@ -172,13 +173,33 @@ def set_flag(server: Server, node: Node, dest: str, loc: Loc | None = None) -> N
     server.flag_locs[dest] = loc or node.loc()
 
 
+def _drop_flag(tokens: list[Token], message: str) -> bool:
+    """Remove the flag a parse error names (and its value), so the rest of the command is still read;
+    False when the message names no flag in the tokens."""
+    m = re.match(r"(-[\w-]+)", message)
+    if m is None:
+        return False
+    for i, t in enumerate(tokens):
+        if t.text.partition("=")[0] == m.group(1):
+            has_value = "=" not in t.text and i + 1 < len(tokens) and not tokens[i + 1].text.startswith("--")
+            del tokens[i:i + 2 if has_value else i + 1]
+            return True
+    return False
+
+
 def apply_tokens(server: Server, tokens: list[Token]) -> None:
     """Parse a vLLM command line into the server's flags (last wins), noting repeats, unmodelled
     options and tokens vLLM would reject; a bad value is a note."""
-    try:
-        parsed = parse_args([t.text for t in tokens])
-    except (InputError, ValueError, OverflowError) as e:
-        server.notes.append(str(e))
+    tokens = list(tokens)
+    for _ in range(MAX_BAD_FLAGS):
+        try:
+            parsed = parse_args([t.text for t in tokens])
+            break
+        except (InputError, ValueError, OverflowError) as e:
+            server.notes.append(str(e))
+            if not _drop_flag(tokens, str(e)):
+                return
+    else:
         return
     server.unmodelled += [(o.dest, tokens[o.index].loc) for o in parsed.unmodelled]
     server.unknown += [(u, tokens[u.index].loc) for u in parsed.unknown]

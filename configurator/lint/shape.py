@@ -42,7 +42,10 @@ def describe(value: Any) -> str:
     kind = _kind(value)
     if value is None:
         return kind
-    text = repr(value) if not isinstance(value, str) else value
+    if isinstance(value, datetime.date):
+        text = value.isoformat()
+    else:
+        text = repr(value) if not isinstance(value, str) else value
     text = text.replace("\n", " ")
     if len(text) > 40:
         text = text[:37] + "..."

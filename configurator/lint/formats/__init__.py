@@ -131,14 +131,14 @@ def dispatch(docs: list[Document]):
                                          f"{'list' if isinstance(obj.value, list) else 'scalar'}, not an object"))
             continue
         kind, _, name = identity(obj)
-        mentions = bool(found) or (len(obj.notes) > 0 and mentions_vllm(obj.value))
         if failure:
             out.append(NotUnderstood(obj.loc(), kind, name, failure))
-        if found or mentions:
-            out += [NotUnderstood(n.loc, kind, name, n.message) for n in obj.notes]
-        if found or failure or kind in NO_SERVER_KINDS or id(obj.doc) in inputs.consumed:
             continue
-        if not len(obj.notes) and not mentions_vllm(obj.value):
+        if not found and (kind in NO_SERVER_KINDS or id(obj.doc) in inputs.consumed or (
+                not mentions_vllm(obj.value) and (fmt is None or not len(obj.notes)))):
+            continue  # not about vLLM (nor a format we read with a value we could not): not our business
+        out += [NotUnderstood(n.loc, kind, name, n.message) for n in obj.notes]
+        if found or len(obj.notes):
             continue
         if kind == "ConfigMap":
             reason = "a ConfigMap that mentions vLLM, but no server in this input reads it (--config)"
