@@ -28,6 +28,7 @@ GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 ANNOTATION_PREFIX = "vllm-configurator.io/"
 MAX_GPUS = 1 << 16  # per pod: more is a typo
 MAX_SECONDS = (1 << 31) - 1  # probe fields are int32 in Kubernetes
+MAX_SCRIPT_CHARS = 1 << 20  # a `sh -c` script in args may be long; past 1 MiB it is not a real one
 MAX_BAD_FLAGS = 8  # flag values dropped (each a note) before a command is given up
 _VAR = re.compile(r"\$\((\w+)\)|\$\{(\w+)\}|\$(\w+)")
 
@@ -232,10 +233,10 @@ def _expand(text: str, env: dict[str, str]) -> str:
 def argv_items(c: Node, key: str) -> list[Node]:
     """`command` or `args`: a list of scalars, or (leniently) one string."""
     if c.at(key).is_str():
-        return [c.at(key)]
+        return [c.at(key)] if c.text(key, max_chars=MAX_SCRIPT_CHARS) is not None else []
     out = []
     for item in c.items(key):
-        if item.text() is not None:
+        if item.text(max_chars=MAX_SCRIPT_CHARS) is not None:
             out.append(item)
         elif item.value is None:
             item.note(item.path, "null in a command: ignored")
@@ -244,10 +245,9 @@ def argv_items(c: Node, key: str) -> list[Node]:
 
 def is_vllm(c: Node) -> bool:
     """Whether a container runs vLLM: its image or command names it."""
-    words = [c.str("image") or ""]
-    for key in ("command", "args"):
-        words += [i.text() or "" for i in argv_items(c, key)]
-    return any("vllm" in w.lower() for w in words)
+    if "vllm" in (c.str("image") or "").lower():
+        return True
+    return any("vllm" in str(i.value).lower() for key in ("command", "args") for i in argv_items(c, key))
 
 
 def container_env(c: Node) -> dict[str, str]:
@@ -271,7 +271,7 @@ def container_tokens(c: Node, env: dict[str, str]) -> list[Token] | None:
             style = node.doc.style(node.path)
             if style == "|":
                 style += str(node.doc.indent(node.path))
-            items.append((Token(_expand(node.text() or "", env), node.loc()), style))
+            items.append((Token(_expand(node.text(max_chars=MAX_SCRIPT_CHARS) or "", env), node.loc()), style))
     shells = ("sh", "bash", "zsh", "dash")
     if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in shells and items[1][0].text == "-c":
         tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1])
