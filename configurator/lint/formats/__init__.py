@@ -4,7 +4,7 @@ How to add a format: create `configurator/lint/formats/<name>.py` with
 
     from configurator.lint.extract import Inputs, Server, pod_servers   # shared helpers
     from configurator.lint.formats import register
-    from configurator.lint.shape import Node
+    from configurator.lint.shape import Node, describe, dotted
 
     def recognise(obj: Node) -> bool:          # cheap: look at kind / apiVersion / top-level keys
         return obj.str("kind") == "MyServer"
@@ -104,7 +104,7 @@ def mentions_vllm(data: object, budget: int = MENTION_BUDGET) -> bool:
 def dispatch(docs: list[Document]):
     """Every document to the first format that recognises it: (servers, not-understood objects)."""
     from configurator.lint.extract import Inputs, NotUnderstood, identity
-    from configurator.lint.shape import Node
+    from configurator.lint.shape import Node, describe, dotted
 
     inputs = Inputs.of(docs)
     servers = []
@@ -126,7 +126,10 @@ def dispatch(docs: list[Document]):
     out = []
     for obj, fmt, found, failure in done:
         if not isinstance(obj.value, dict):
-            if mentions_vllm(obj.value):
+            if obj.doc.prefix[:1] == ("items",):  # an item of a `kind: List` that is not an object
+                out.append(NotUnderstood(obj.loc(), "List", "", f"{dotted(obj.doc.prefix)}: expected an object, got "
+                                         f"{describe(obj.value)}: ignored"))
+            elif mentions_vllm(obj.value):
                 out.append(NotUnderstood(obj.loc(), "", "", "mentions vLLM, but the document is a "
                                          f"{'list' if isinstance(obj.value, list) else 'scalar'}, not an object"))
             continue
