@@ -251,8 +251,9 @@ def _files(path: Path, problems: list[Problem]) -> list[Path]:
     return out
 
 
-def load(paths: list[str], stdin: str | None = None) -> tuple[list[Document], list[Problem]]:
-    """Load every path ('-' is standard input, already read into `stdin`). Missing paths raise
+def load(paths: list[str], stdin: str | bytes | None = None) -> tuple[list[Document], list[Problem]]:
+    """Load every path ('-' is standard input, already read into `stdin`, best with safe_io.read_stdin so it
+    is bounded; bytes are decoded here, a binary or non-UTF-8 stream being a problem). Missing paths raise
     FileNotFoundError (a usage error); everything else becomes documents or problems: only regular
     files are read (a FIFO, device or socket, or a symlink to one, is reported and skipped), each up to
     MAX_FILE_BYTES, incrementally (configurator/safe_io.py)."""
@@ -260,7 +261,11 @@ def load(paths: list[str], stdin: str | None = None) -> tuple[list[Document], li
     problems: list[Problem] = []
     for raw in paths:
         if raw == "-":
-            d, p = parse_text(stdin or "", "<stdin>")
+            text, problem = read_text(stdin, "<stdin>") if isinstance(stdin, bytes) else (stdin, None)
+            if problem:
+                problems.append(problem)
+                continue
+            d, p = parse_text(text or "", "<stdin>")
             docs += d
             problems += p
             continue
