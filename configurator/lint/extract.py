@@ -501,11 +501,27 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
     return s
 
 
+def workload_pod(obj: Node, path: tuple) -> Node | None:
+    """The pod spec at `path` of a workload; a missing one, or one without containers, is noted (Kubernetes
+    requires both, so there is nothing to check)."""
+    pod = obj.mapping(*path)
+    if pod is None:
+        if obj.at(*path).value is None:
+            obj.note((*obj.path, *path), "missing: no pod spec to check")
+        return None
+    if not pod.mappings("containers"):
+        pod.note((*pod.path, "containers"), "no containers: nothing to check")
+    return pod
+
+
 def pod_servers(obj: Node, pod: Node, inputs: Inputs, *, kind: str, pods: int = 1,
                 pod_meta: Node | None = None) -> list[Server]:
     """Every vLLM server among a pod spec's containers."""
     out = []
     for c in pod.mappings("containers"):
+        if c.at("image").value is None and not argv_items(c, "command") and not argv_items(c, "args"):
+            c.note(c.path, "a container without an image or a command: nothing to check")
+            continue
         s = container_server(obj, pod, c, inputs, kind=kind, pods=pods, pod_meta=pod_meta,
                              default_name=str(c.path[-1]))
         if s is not None:

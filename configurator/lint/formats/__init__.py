@@ -134,6 +134,14 @@ def dispatch(docs: list[Document]):
                                          f"{'list' if isinstance(obj.value, list) else 'scalar'}, not an object"))
             continue
         kind, _, name = identity(obj)
+        if not kind and (obj.has("kind") or obj.doc.prefix[:1] == ("items",)):
+            # a `kind` that is not a string, or a List item without one: not a Kubernetes object at all
+            if not obj.has("kind"):
+                obj.note((), "a List item without a kind: not a Kubernetes object, ignored")
+            elif obj.at("kind").value in (None, ""):
+                obj.note(("kind",), "empty: not a Kubernetes object, ignored")
+            out += [NotUnderstood(n.loc, kind, name, n.message) for n in obj.notes]
+            continue
         if failure:
             out.append(NotUnderstood(obj.loc(), kind, name, failure))
             continue

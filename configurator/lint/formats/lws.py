@@ -6,7 +6,7 @@ Field names from the LWS API: spec.leaderWorkerTemplate.{size, leaderTemplate, w
 
 from __future__ import annotations
 
-from configurator.lint.extract import Inputs, Server, pod_servers
+from configurator.lint.extract import Inputs, Server, pod_servers, workload_pod
 from configurator.lint.formats import register
 from configurator.lint.shape import Node
 
@@ -22,12 +22,11 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     if lwt is None:
         return []
     size = lwt.int("size", lo=1, hi=MAX_GROUP) or 1
-    for template in ("leaderTemplate", "workerTemplate"):
-        pod = lwt.mapping(template, "spec")
-        if pod is not None:
-            return pod_servers(obj, pod, inputs, kind="LeaderWorkerSet", pods=size,
-                               pod_meta=lwt.mapping(template, "metadata"))
-    return []
+    template = "leaderTemplate" if lwt.mapping("leaderTemplate", "spec") is not None else "workerTemplate"
+    pod = workload_pod(lwt, (template, "spec"))
+    if pod is None:
+        return []
+    return pod_servers(obj, pod, inputs, kind="LeaderWorkerSet", pods=size, pod_meta=lwt.mapping(template, "metadata"))
 
 
 register("leaderworkerset", recognise, extract)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from configurator.lint.extract import Inputs, Server, pod_servers
+from configurator.lint.extract import Inputs, Server, pod_servers, workload_pod
 from configurator.lint.formats import register
 from configurator.lint.shape import Node
 
@@ -24,7 +24,7 @@ def recognise(obj: Node) -> bool:
 def extract(obj: Node, inputs: Inputs) -> list[Server]:
     kind = obj.str("kind") or ""
     path = POD_SPEC_PATHS[kind]
-    pod = obj.mapping(*path)
+    pod = workload_pod(obj, path)
     if pod is None:
         return []
     return pod_servers(obj, pod, inputs, kind=kind, pod_meta=obj.mapping(*path[:-1], "metadata"))
