@@ -230,24 +230,24 @@ def _expand(text: str, env: dict[str, str]) -> str:
     return _VAR.sub(sub, text)
 
 
-def argv_items(c: Node, key: str) -> list[Node]:
-    """`command` or `args`: a list of scalars, or (leniently) one string."""
+def argv_items(c: Node, key: str) -> list[tuple[Node, str]]:
+    """`command` or `args` as (node, text): a list of scalars, or (leniently) one string."""
     if c.at(key).is_str():
-        return [c.at(key)] if c.text(key, max_chars=MAX_SCRIPT_CHARS) is not None else []
+        text = c.text(key, max_chars=MAX_SCRIPT_CHARS)
+        return [] if text is None else [(c.at(key), text)]
     out = []
     for item in c.items(key):
-        if item.text(max_chars=MAX_SCRIPT_CHARS) is not None:
-            out.append(item)
+        text = item.text(max_chars=MAX_SCRIPT_CHARS)
+        if text is not None:
+            out.append((item, text))
         elif item.value is None:
             item.note(item.path, "null in a command: ignored")
     return out
 
 
-def is_vllm(c: Node) -> bool:
+def is_vllm(c: Node, argv: list[tuple[Node, str]]) -> bool:
     """Whether a container runs vLLM: its image or command names it."""
-    if "vllm" in (c.str("image") or "").lower():
-        return True
-    return any("vllm" in str(i.value).lower() for key in ("command", "args") for i in argv_items(c, key))
+    return "vllm" in (c.str("image") or "").lower() or any("vllm" in t.lower() for _, t in argv)
 
 
 def container_env(c: Node) -> dict[str, str]:
@@ -262,16 +262,15 @@ def container_env(c: Node) -> dict[str, str]:
     return out
 
 
-def container_tokens(c: Node, env: dict[str, str]) -> list[Token] | None:
+def container_tokens(argv: list[tuple[Node, str]], env: dict[str, str]) -> list[Token] | None:
     """The container's command + args as tokens, each with where it came from; None when a shell
     script in it runs no vLLM server (an LWS worker joining Ray, say)."""
     items: list[tuple[Token, str]] = []
-    for key in ("command", "args"):
-        for node in argv_items(c, key):
-            style = node.doc.style(node.path)
-            if style == "|":
-                style += str(node.doc.indent(node.path))
-            items.append((Token(_expand(node.text(max_chars=MAX_SCRIPT_CHARS) or "", env), node.loc()), style))
+    for node, text in argv:
+        style = node.doc.style(node.path)
+        if style == "|":
+            style += str(node.doc.indent(node.path))
+        items.append((Token(_expand(text, env), node.loc()), style))
     shells = ("sh", "bash", "zsh", "dash")
     if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in shells and items[1][0].text == "-c":
         tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1])
@@ -478,14 +477,15 @@ def container_facts(server: Server, pod: Node, c: Node) -> None:
 def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str, pods: int = 1,
                      pod_meta: Node | None = None, default_name: str = "") -> Server | None:
     """A vLLM container of a pod spec -> its Server (None when it runs no vLLM server)."""
-    if not is_vllm(c):
+    argv = argv_items(c, "command") + argv_items(c, "args")
+    if not is_vllm(c, argv):
         return None
     _, namespace, name = identity(obj)
     s = Server(file=obj.doc.file, kind=kind, namespace=namespace, name=name,
                container=c.str("name", max_chars=253) or default_name, loc=c.loc(), object_loc=obj.loc(),
                image=c.str("image"), pods=pods, annotations=annotations(obj.mapping("metadata"), pod_meta))
     s.env = container_env(c)
-    tokens = container_tokens(c, s.env)
+    tokens = container_tokens(argv, s.env)
     if tokens is None:
         return None
     apply_tokens(s, tokens)
@@ -519,7 +519,7 @@ def pod_servers(obj: Node, pod: Node, inputs: Inputs, *, kind: str, pods: int = 
     """Every vLLM server among a pod spec's containers."""
     out = []
     for c in pod.mappings("containers"):
-        if c.at("image").value is None and not argv_items(c, "command") and not argv_items(c, "args"):
+        if all(c.value.get(k) is None for k in ("image", "command", "args")):
             c.note(c.path, "a container without an image or a command: nothing to check")
             continue
         s = container_server(obj, pod, c, inputs, kind=kind, pods=pods, pod_meta=pod_meta,

@@ -79,45 +79,123 @@ class Problem:
     message: str
 
 
-def _walk(root: yaml.Node, text: str, pos: dict, styles: dict, indents: dict) -> None:
-    """Record the position (and scalar style) of every node, iteratively; count the nodes aliases
-    expand to. Raises _TooBig past MAX_EXPANDED_NODES and _Cycle for an alias inside itself."""
-    sizes: dict[int, int] = {}  # id(node) -> expanded size, once its subtree is done
-    active: set[int] = set()  # nodes whose subtree is being walked (an alias to one is a cycle)
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+
+
+def _walk(root: yaml.Node, text: str, pos: dict, styles: dict, indents: dict, loader: Any) -> Any:
+    """Record the position (and scalar style) of every node and build the document's data, iteratively, each
+    node once (PyYAML's constructor, for the plain YAML of manifests, is most of the parse time); count the
+    nodes aliases expand to. Raises _TooBig past MAX_EXPANDED_NODES, _Cycle for an alias inside itself, and
+    _Fallback for what only PyYAML's constructor handles (merge keys, !!set, !!omap, unknown tags)."""
+    visited: set[int] = set()
+    built: dict[int, Any] = {}  # id(node) -> its list or dict (aliases share it, as PyYAML does)
+    sizes: dict[int, int] = {}  # expanded sizes of aliased nodes, computed when an alias is met
     lines: list[str] | None = None
-    # (node, path, exiting?): a container is pushed again, to be finished after its children
-    stack: list[tuple[yaml.Node, Path_, bool]] = [(root, (), False)]
+    scalar = yaml.ScalarNode
+    constructors = loader.yaml_constructors
+    out: list[Any] = []
+    # (node, path, container the value goes into, key or None to append)
+    stack: list[tuple[yaml.Node, Path_, Any, Any]] = [(root, (), out, None)]
     total = 0
     while stack:
-        node, path, exiting = stack.pop()
-        nid = id(node)
-        if exiting:
-            active.discard(nid)
-            sizes[nid] = 1 + sum(sizes.get(id(c), 1) for c in _children(node))
-            continue
-        if nid in active:
-            raise _Cycle(node.start_mark.line + 1)
+        node, path, parent, key = stack.pop()
         pos[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-        if isinstance(node, yaml.ScalarNode):
+        if type(node) is scalar:
             total += 1
             if node.style:
                 styles[path] = node.style
                 if node.style == "|":
                     lines = lines if lines is not None else text.splitlines()
                     indents[path] = _block_indent(lines, node.start_mark.line)
-        elif nid in sizes:  # an alias to a finished node: count its expansion, record no positions twice
-            total += sizes[nid]
+            value = node.value if node.tag == _STR else _scalar(node, constructors, loader)
         else:
-            total += 1
-            active.add(nid)
-            stack.append((node, path, True))
-            if isinstance(node, yaml.SequenceNode):
-                stack.extend((child, (*path, i), False) for i, child in reversed(list(enumerate(node.value))))
+            nid = id(node)
+            if nid in visited:  # an alias: count its expansion, record no positions twice
+                total += _expanded_size(node, sizes)
+                value = built[nid]
             else:
-                stack.extend((v, (*path, k.value if isinstance(k, yaml.ScalarNode) else str(k.start_mark)), False)
-                             for k, v in reversed(node.value))
+                visited.add(nid)
+                total += 1
+                if node.tag == _SEQ:
+                    value = built[nid] = []
+                    items = node.value
+                    stack.extend([(items[i], (*path, i), value, None) for i in range(len(items) - 1, -1, -1)])
+                elif node.tag == _MAP:
+                    value = built[nid] = {}
+                    pending = []
+                    for k, v in node.value:
+                        if type(k) is not scalar or k.tag == "tag:yaml.org,2002:merge":
+                            raise _Fallback
+                        kv = k.value if k.tag == _STR else _scalar(k, constructors, loader)
+                        pending.append((v, (*path, k.value), value, kv))
+                        value[kv] = None  # document order, even when a later value is built first
+                    stack.extend(reversed(pending))
+                else:
+                    raise _Fallback
+        if key is None:
+            parent.append(value)
+        else:
+            parent[key] = value
         if total > MAX_EXPANDED_NODES:
             raise _TooBig
+    return out[0]
+
+
+def _scalar(node: yaml.ScalarNode, constructors: dict, loader: Any) -> Any:
+    fn = constructors.get(node.tag)
+    if fn is None or node.tag in ("tag:yaml.org,2002:set", "tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs"):
+        raise _Fallback
+    return fn(loader, node)
+
+
+class _Fallback(Exception):
+    """The document needs PyYAML's own constructor."""
+
+
+def _positions_only(root: yaml.Node, text: str, pos: dict, styles: dict, indents: dict) -> None:
+    """The positions of a document PyYAML constructs itself (merge keys, special tags)."""
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, Path_]] = [(root, ())]
+    lines: list[str] | None = None
+    while stack:
+        node, path = stack.pop()
+        pos[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.ScalarNode):
+            if node.style:
+                styles[path] = node.style
+                if node.style == "|":
+                    lines = lines if lines is not None else text.splitlines()
+                    indents[path] = _block_indent(lines, node.start_mark.line)
+        elif id(node) not in seen:
+            seen.add(id(node))
+            if isinstance(node, yaml.SequenceNode):
+                stack.extend((c, (*path, i)) for i, c in enumerate(node.value))
+            else:
+                stack.extend((v, (*path, k.value if isinstance(k, yaml.ScalarNode) else str(k.start_mark)))
+                             for k, v in node.value)
+
+
+def _expanded_size(root: yaml.Node, sizes: dict[int, int]) -> int:
+    """Nodes `root` stands for with every alias expanded (memoised); raises _Cycle when it contains itself."""
+    active: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, exiting = stack.pop()
+        nid = id(node)
+        if exiting:
+            active.discard(nid)
+            sizes[nid] = min(MAX_EXPANDED_NODES + 1, 1 + sum(sizes.get(id(c), 1) for c in _children(node)))
+            continue
+        if isinstance(node, yaml.ScalarNode) or nid in sizes:
+            continue
+        if nid in active:
+            raise _Cycle(node.start_mark.line + 1)
+        active.add(nid)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node))
+    return sizes.get(id(root), 1)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -183,8 +261,13 @@ def parse_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
             pos: dict = {}
             styles: dict = {}
             indents: dict = {}
+            fallback = False
             try:
-                _walk(node, text, pos, styles, indents)
+                data = _walk(node, text, pos, styles, indents, loader)
+            except _Fallback:
+                fallback = True
+            except TypeError:  # an unhashable key (a list or mapping as a key)
+                fallback = True
             except _TooBig:
                 problems.append(Problem(Loc(file, node.start_mark.line + 1), "YAML aliases expand past "
                                         f"{MAX_EXPANDED_NODES:,} nodes: document not checked"))
@@ -196,7 +279,20 @@ def parse_text(text: str, file: str) -> tuple[list[Document], list[Problem]]:
                 index += 1
                 continue
             try:
-                data = loader.construct_document(node)
+                if fallback:
+                    pos.clear()
+                    styles.clear()
+                    indents.clear()
+                    _positions_only(node, text, pos, styles, indents)
+                    if _expanded_size(node, {}) > MAX_EXPANDED_NODES:
+                        raise _TooBig
+                    data = loader.construct_document(node)
+            except (_TooBig, _Cycle) as e:
+                what = "YAML aliases expand past " + f"{MAX_EXPANDED_NODES:,} nodes" if isinstance(e, _TooBig) else \
+                    "a YAML alias refers to a node that contains it (a recursive structure)"
+                problems.append(Problem(Loc(file, node.start_mark.line + 1), f"{what}: document not checked"))
+                index += 1
+                continue
             except RecursionError:
                 problems.append(Problem(Loc(file, node.start_mark.line + 1), "YAML nested too deeply to read: "
                                         "document not checked"))

@@ -104,36 +104,35 @@ class Node:
 
     __slots__ = ("doc", "notes", "path", "value")
 
-    def __init__(self, doc: Document, path: tuple = (), value: Any = None, notes: Notes | None = None,
-                 *, root: bool = False) -> None:
+    def __init__(self, doc: Document, path: tuple, value: Any, notes: Notes) -> None:
         self.doc = doc
         self.path = path
-        self.value = doc.data if root else value
-        self.notes = notes if notes is not None else Notes()
+        self.value = value
+        self.notes = notes
 
     @classmethod
     def of(cls, doc: Document) -> Node:
         """The document's root."""
-        return cls(doc, (), None, Notes(), root=True)
+        return cls(doc, (), doc.data, Notes())
 
     # -- navigation -------------------------------------------------------------------------------
     def _raw(self, keys: tuple) -> tuple[Any, tuple, bool]:
         """(value, path, ok): the value under `keys`; ok is False when an ancestor had the wrong shape
         (noted there)."""
-        value, path = self.value, self.path
-        for k in keys:
-            if isinstance(value, dict):
+        value = self.value
+        for i, k in enumerate(keys):
+            t = type(value)
+            if t is dict:
                 value = value.get(k)
-            elif isinstance(value, list) and isinstance(k, int) and not isinstance(k, bool):
+            elif t is list and type(k) is int:
                 value = value[k] if 0 <= k < len(value) else None
             elif value is None:
-                return None, (*path, k), True
+                return None, self.path + keys, True
             else:
-                self.note(path, f"expected a {'list' if isinstance(k, int) else 'mapping'}, got "
+                self.note(self.path + keys[:i], f"expected a {'list' if type(k) is int else 'mapping'}, got "
                           f"{describe(value)}: ignored")
-                return None, (*path, k), False
-            path = (*path, k)
-        return value, path, True
+                return None, self.path + keys, False
+        return value, self.path + keys, True
 
     def note(self, path: tuple, message: str) -> None:
         self.notes.add(self.doc, path, message)
@@ -155,11 +154,11 @@ class Node:
     def loc(self, *keys: Any) -> Loc:
         return self.doc.loc((*self.path, *keys))
 
-    def _expect(self, keys: tuple, want: str, test) -> tuple[Any, tuple]:
+    def _expect(self, keys: tuple, want: str, types: type | tuple) -> tuple[Any, tuple]:
         value, path, ok = self._raw(keys)
         if value is None or not ok:
             return None, path
-        if not test(value):
+        if not isinstance(value, types):
             self.note(path, f"expected {want}, got {describe(value)}: ignored")
             return None, path
         return value, path
@@ -167,15 +166,16 @@ class Node:
     # -- containers -------------------------------------------------------------------------------
     def mapping(self, *keys: Any) -> Node | None:
         """The mapping under `keys`, or None (noted when present but not a mapping)."""
-        value, path = self._expect(keys, "a mapping", lambda v: isinstance(v, dict))
+        value, path = self._expect(keys, "a mapping", dict)
         return None if value is None else Node(self.doc, path, value, self.notes)
 
     def items(self, *keys: Any) -> list[Node]:
         """The items of the list under `keys` ([] when missing; noted when not a list)."""
-        value, path = self._expect(keys, "a list", lambda v: isinstance(v, list))
+        value, path = self._expect(keys, "a list", list)
         if value is None:
             return []
-        return [Node(self.doc, (*path, i), v, self.notes) for i, v in enumerate(value)]
+        doc, notes = self.doc, self.notes
+        return [Node(doc, (*path, i), v, notes) for i, v in enumerate(value)]
 
     def mappings(self, *keys: Any) -> list[Node]:
         """The mapping items of the list under `keys`; other items are noted and skipped."""
@@ -198,7 +198,7 @@ class Node:
     # -- scalars ----------------------------------------------------------------------------------
     def str(self, *keys: Any, max_chars: int = MAX_TEXT_CHARS) -> str | None:
         """A string (not a number, date or list), at most `max_chars` long."""
-        value, path = self._expect(keys, "a string", lambda v: isinstance(v, str))
+        value, path = self._expect(keys, "a string", str)
         if value is not None and len(value) > max_chars:
             self.note(path, f"a string of {len(value):,} characters (over {max_chars:,}): ignored")
             return None
@@ -207,8 +207,11 @@ class Node:
     def text(self, *keys: Any, max_chars: int = MAX_TEXT_CHARS) -> str | None:
         """A scalar as text, as Kubernetes would quote it (strings, numbers, booleans; not dates, lists
         or mappings): env values, label values, annotation values, flag values."""
-        value, path = self._expect(keys, "a string", _is_scalar)
-        if value is None:
+        value, path, ok = self._raw(keys)
+        if value is None or not ok:
+            return None
+        if not _is_scalar(value):
+            self.note(path, f"expected a string, got {describe(value)}: ignored")
             return None
         out = scalar_text(value)
         if len(out) > max_chars:
@@ -255,7 +258,7 @@ class Node:
         return out
 
     def bool(self, *keys: Any) -> bool | None:
-        return self._expect(keys, "a boolean", lambda v: isinstance(v, bool))[0]
+        return self._expect(keys, "a boolean", bool)[0]
 
     def quantity(self, *keys: Any) -> int | None:
         """A Kubernetes quantity in bytes ('8Gi', '512Mi', 20000000000), at most 1 EiB."""
