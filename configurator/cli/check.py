@@ -63,7 +63,10 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, fmt
     if "-" in paths:
         if sys.stdin.isatty():
             raise InputError("reading manifests from standard input, but it is a terminal: pipe them in")
-        stdin = sys.stdin.read()
+        from configurator.lint.load import MAX_FILE_BYTES
+        from configurator.safe_io import read_stdin
+
+        stdin = read_stdin(cap=MAX_FILE_BYTES, what="standard input")  # bounded: /dev/zero stops at the cap
     try:
         docs, problems = load(list(paths), stdin)
     except FileNotFoundError as e:

@@ -17,7 +17,7 @@ from configurator.errors import ConfiguratorError, InputError
 from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
 from configurator.hardware.labels import gpu_from_labels
-from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract
+from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all
 from configurator.lint.load import Document, Problem
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, Context, Severity
 from configurator.model.resolve import load_local, resolve_model
@@ -120,7 +120,7 @@ def _model(name: str, dirs: tuple[str, ...], cache: dict) -> tuple[Any, str | No
                     cache[name] = result
                     return result
         result = (resolve_model(name, allow_hub=False), None)
-    except ConfiguratorError as e:
+    except (ConfiguratorError, OSError, ValueError) as e:  # ValueError: a local file that is not JSON
         result = (None, f"model '{name}' cannot be resolved offline: {e}")
     cache[name] = result
     return result
@@ -178,62 +178,74 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                                     message=p.message, file=p.loc.file, line=p.loc.line, column=p.loc.column))
     workload = load_workload(opts.workload) if opts.workload else None
     models: dict = {}
-    for s in extract(docs):
-        name = s.flags.get("model")
-        model, model_error = _model(str(name), opts.model_config_dirs, models) if name else (None, None)
-        if name is None:
-            model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
-        gpu, gpu_source = _gpu(s, opts)
-        version = _version(s, opts)
+    servers_found, not_understood = extract_all(docs)
+    nu_severity = severities.get("not-understood", REGISTRY["not-understood"].severity)
+    for n in not_understood if nu_severity != "off" else []:
+        findings.append(Finding(rule="not-understood", severity=nu_severity, message=n.reason, file=n.loc.file,
+                                line=n.loc.line, column=n.loc.column, object=ObjectRef(kind=n.kind, name=n.name)))
+    for s in servers_found:
         try:
-            version = behaviour(version).version
-        except InputError:
-            version = behaviour("latest").version
-        result, est_error, typical = None, None, None
-        if model is not None and gpu is not None:
-            used = 0
-            if s.annotations.get(USED_ANNOTATION):
-                try:
-                    used = parse_size(s.annotations[USED_ANNOTATION], what=USED_ANNOTATION)
-                except InputError:
-                    used = 0
+            name = s.flags.get("model")
+            model, model_error = _model(str(name), opts.model_config_dirs, models) if name else (None, None)
+            if name is None:
+                model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
+            gpu, gpu_source = _gpu(s, opts)
+            version = _version(s, opts)
             try:
-                result = estimate(EstimateRequest(model=model, gpu=gpu.name if gpu.name != "custom" else None,
-                                                  gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None,
-                                                  vllm_version=version, flags=_estimate_flags(s),
-                                                  gpu_memory_used=used))
-            except InputError as e:
-                est_error = str(e)
-            if result is not None and workload is not None and result.fits and result.memory.kv_cache_bytes > 0:
-                probe = estimate(EstimateRequest(
-                    model=model, gpu=gpu.name if gpu.name != "custom" else None,
-                    gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None, vllm_version=version,
-                    flags={**_estimate_flags(s), "kv_cache_memory_bytes": result.memory.kv_cache_bytes,
-                           "max_model_len": min(workload.typical_tokens, result.flags["max_model_len"]),
-                           "max_num_seqs": result.flags["max_num_seqs"],
-                           "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
-                typical = int(probe.kv_cache.max_concurrency)
-        ctx = Context(server=s, gpu=gpu, gpu_source=gpu_source, version=version, model=model,
-                      model_error=model_error, estimate=result, estimate_error=est_error, workload=workload,
-                      typical_capacity=typical)
-        ignored = {x.strip() for x in s.annotations.get(IGNORE_ANNOTATION, "").split(",") if x.strip()}
-        obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
-        for r in REGISTRY.values():
-            sev = severities.get(r.id, r.severity)
-            if sev == "off" or r.id in ignored or "all" in ignored:
-                continue
-            for hit in r.check(ctx):
-                loc = hit.loc or s.loc
-                findings.append(Finding(rule=r.id, severity=sev, message=hit.message, file=loc.file, line=loc.line,
-                                        column=loc.column, object=obj, container=s.container))
-        verdict = "not-checked" if result is None else ("fits" if result.fits else "refused")
-        servers.append(ServerReport(
-            file=s.file, line=s.loc.line, object=obj, container=s.container, model=str(name) if name else None,
-            gpu=gpu.name if gpu is not None else None, gpu_source=gpu_source, gpu_count=s.gpu_count,
-            vllm_version=version, flags=result.flags if result is not None else dict(s.flags), verdict=verdict,
-            kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
-            kv_cache_tokens=result.kv_cache.tokens if result is not None else None,
-            max_concurrency=result.kv_cache.max_concurrency if result is not None else None))
+                version = behaviour(version).version
+            except InputError:
+                version = behaviour("latest").version
+            result, est_error, typical = None, None, None
+            if model is not None and gpu is not None:
+                used = 0
+                if s.annotations.get(USED_ANNOTATION):
+                    try:
+                        used = parse_size(s.annotations[USED_ANNOTATION], what=USED_ANNOTATION)
+                    except InputError:
+                        used = 0
+                try:
+                    result = estimate(EstimateRequest(
+                        model=model, gpu=gpu.name if gpu.name != "custom" else None,
+                        gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None,
+                        vllm_version=version, flags=_estimate_flags(s), gpu_memory_used=used))
+                except InputError as e:
+                    est_error = str(e)
+                if result is not None and workload is not None and result.fits and result.memory.kv_cache_bytes > 0:
+                    probe = estimate(EstimateRequest(
+                        model=model, gpu=gpu.name if gpu.name != "custom" else None,
+                        gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None, vllm_version=version,
+                        flags={**_estimate_flags(s), "kv_cache_memory_bytes": result.memory.kv_cache_bytes,
+                               "max_model_len": min(workload.typical_tokens, result.flags["max_model_len"]),
+                               "max_num_seqs": result.flags["max_num_seqs"],
+                               "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
+                    typical = int(probe.kv_cache.max_concurrency)
+            ctx = Context(server=s, gpu=gpu, gpu_source=gpu_source, version=version, model=model,
+                          model_error=model_error, estimate=result, estimate_error=est_error, workload=workload,
+                          typical_capacity=typical)
+            ignored = {x.strip() for x in s.annotations.get(IGNORE_ANNOTATION, "").split(",") if x.strip()}
+            obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
+            for r in REGISTRY.values():
+                sev = severities.get(r.id, r.severity)
+                if sev == "off" or r.id in ignored or "all" in ignored:
+                    continue
+                for hit in r.check(ctx):
+                    loc = hit.loc or s.loc
+                    findings.append(Finding(rule=r.id, severity=sev, message=hit.message, file=loc.file, line=loc.line,
+                                            column=loc.column, object=obj, container=s.container))
+            verdict = "not-checked" if result is None else ("fits" if result.fits else "refused")
+            servers.append(ServerReport(
+                file=s.file, line=s.loc.line, object=obj, container=s.container, model=str(name) if name else None,
+                gpu=gpu.name if gpu is not None else None, gpu_source=gpu_source, gpu_count=s.gpu_count,
+                vllm_version=version, flags=result.flags if result is not None else dict(s.flags), verdict=verdict,
+                kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
+                kv_cache_tokens=result.kv_cache.tokens if result is not None else None,
+                max_concurrency=result.kv_cache.max_concurrency if result is not None else None))
+        except Exception as e:  # last line of defence: one server's failure is a finding, the run goes on
+            if nu_severity != "off":
+                findings.append(Finding(rule="not-understood", severity=nu_severity, message="internal error "
+                                        f"evaluating this server ({type(e).__name__}): not checked", file=s.loc.file,
+                                        line=s.loc.line, column=s.loc.column, container=s.container,
+                                        object=ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)))
     findings.sort(key=lambda f: (f.file, f.line, SEVERITY_ORDER[f.severity], f.rule))
     files = len({d.file for d in docs} | {p.loc.file for p in problems})
     return CheckReport(findings=findings, servers=servers, files=files)

@@ -79,6 +79,13 @@ REGISTRY["parse-error"] = Rule(
     "The file is not UTF-8 YAML or JSON (binary, truncated, invalid syntax, an alias bomb, or too large), so the "
     "servers it may hold were not checked.", "Fix the file or leave it out of the paths given to check.",
     lambda ctx: iter(()))
+# not-understood is raised by extraction (configurator/lint/extract.py), not by a check.
+REGISTRY["not-understood"] = Rule(
+    "not-understood", "Object mentions vLLM but was not understood", "info",
+    "An object that mentions vLLM yielded no server `check` could read (an unknown kind, no vLLM container), or "
+    "holds a value of the wrong type or out of range, which was ignored: what depends on it was not checked.",
+    "Fix the value the message names (Kubernetes would reject it too), or check the rendered manifest.",
+    lambda ctx: iter(()))
 
 
 @rule("kv-cache-too-small", "max_model_len does not fit the KV cache", "error",
