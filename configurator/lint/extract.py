@@ -1,37 +1,33 @@
-"""Extract typed views of every vLLM server in the loaded documents.
+"""Extract typed views of every vLLM server in the loaded documents: the facade over the format plugins.
 
-Workloads (Deployment, StatefulSet, DaemonSet, ReplicaSet, Pod, Job, CronJob, LeaderWorkerSet),
-KServe (InferenceService, ServingRuntime, LLMInferenceService) and production-stack values files.
-Flags are found in `command` / `args` lists, `sh -c` strings, `$(VAR)` / `$VAR` from the
-container's env, and a `--config` file from a ConfigMap in the same input; each keeps its line.
+Each deployment format is a module of configurator/lint/formats/ that registers what it recognises
+and an extractor returning `Server`s; `extract_all` only dispatches each document to the first
+format that recognises it. This module holds the typed views (`Server`, `Token`, `NotUnderstood`)
+and the helpers formats share: a pod spec's container -> `Server` (flags from `command` / `args`,
+`sh -c` strings, `$(VAR)` from the env, a `--config` file from a ConfigMap in the same input, each
+with its line), GPU requests, node labels, /dev/shm and probes. Every value is read through
+configurator/lint/shape.py, so a value of the wrong shape becomes a finding on its object, never
+an exception.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
+import math
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.load import Document, Loc
-from configurator.units import parse_quantity
-from configurator.vllm.flags import BY_DEST, UnknownArg, convert, parse_args
+from configurator.lint.shape import MAX_BYTES, MAX_INT, Node, ShapeNote, describe
+from configurator.vllm.flags import BY_DEST, Flag, UnknownArg, convert, parse_args
 
-POD_SPEC_PATHS = {
-    "Pod": ("spec",),
-    "Deployment": ("spec", "template", "spec"),
-    "StatefulSet": ("spec", "template", "spec"),
-    "DaemonSet": ("spec", "template", "spec"),
-    "ReplicaSet": ("spec", "template", "spec"),
-    "Job": ("spec", "template", "spec"),
-    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
-}
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 ANNOTATION_PREFIX = "vllm-configurator.io/"
+MAX_GPUS = 1 << 16  # per pod: more is a typo
+MAX_SECONDS = (1 << 31) - 1  # probe fields are int32 in Kubernetes
 _VAR = re.compile(r"\$\((\w+)\)|\$\{(\w+)\}|\$(\w+)")
 
 
@@ -78,236 +74,10 @@ class Server:
         return self.flag_locs.get(dest, self.loc)
 
 
-def _get(data: Any, path: tuple) -> Any:
-    for p in path:
-        if isinstance(data, dict):
-            data = data.get(p)
-        elif isinstance(data, list) and isinstance(p, int) and p < len(data):
-            data = data[p]
-        else:
-            return None
-    return data
-
-
-def _is_vllm(container: dict) -> bool:
-    words = " ".join(str(x) for x in [container.get("image", ""), *(_as_list(container.get("command"))),
-                                      *(_as_list(container.get("args")))])
-    return "vllm" in words.lower()
-
-
-def _as_list(v: Any) -> list:
-    return v if isinstance(v, list) else ([] if v is None else [v])
-
-
-def _env(container: dict) -> dict[str, str]:
-    out = {}
-    for e in _as_list(container.get("env")):
-        if isinstance(e, dict) and isinstance(e.get("name"), str) and "value" in e:
-            out[e["name"]] = str(e["value"])
-    return out
-
-
-def _expand(text: str, env: dict[str, str]) -> str:
-    def sub(m: re.Match) -> str:
-        name = m.group(1) or m.group(2) or m.group(3)
-        return env.get(name, m.group(0))
-    return _VAR.sub(sub, text)
-
-
-def _tokens(doc: Document, cpath: tuple, container: dict, env: dict[str, str]) -> list[Token] | None:
-    """The container's command + args as tokens, each with the line it came from; None when a shell
-    script in it runs no vLLM server (an LWS worker joining Ray, say)."""
-    items: list[Token] = []
-    styles: list[str] = []
-    for key in ("command", "args"):
-        value = container.get(key)
-        for i, item in enumerate(value if isinstance(value, list) else ([value] if isinstance(value, str) else [])):
-            ipath = (*cpath, key, i) if isinstance(value, list) else (*cpath, key)
-            items.append(Token(_expand(str(item), env), doc.loc(ipath)))
-            styles.append(doc.style(ipath))
-    shells = ("sh", "bash", "zsh", "dash")
-    if len(items) >= 3 and items[0].text.rsplit("/", 1)[-1] in shells and items[1].text == "-c":
-        tokens = _shell_tokens(items[2].text, items[2].loc, styles[2])
-        if tokens is None:
-            return None
-        positional = items[4:]  # items[3] is $0; "$@" is what follows it
-        out: list[Token] = []
-        for t in tokens:
-            out += positional if t.text in ("$@", "$*") else [t]
-        return out
-    out = []
-    for t, style in zip(items, styles, strict=True):
-        if "vllm" in t.text and " " in t.text.strip() and not t.text.startswith("-"):
-            out += _shell_tokens(t.text, t.loc, style) or []
-        else:
-            out.append(t)
-    return out
-
-
-def _shell_tokens(text: str, loc: Loc, style: str) -> list[Token] | None:
-    """Split a shell script into the tokens of its vLLM command (the last `cmd; cmd && cmd` segment that
-    runs vLLM); a token's line is the string's line plus the newlines before it (block scalars)."""
-    joined = text.replace("\\\n", "  ")
-    lexer = shlex.shlex(joined, posix=True, punctuation_chars=";&|")
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    try:
-        words = list(lexer)
-    except ValueError:
-        words = joined.split()
-    segments: list[list[str]] = [[]]
-    for w in words:
-        if w and set(w) <= set(";&|"):
-            segments.append([])
-        else:
-            segments[-1].append(w)
-    runs_vllm = [seg for seg in segments if any(w.rsplit("/", 1)[-1] == "vllm" or "vllm.entrypoints" in w
-                                                for w in seg)]
-    if not runs_vllm:
-        return None
-    chosen = runs_vllm[-1]
-    start = 0
-    for seg in segments:  # where the chosen segment begins in the text
-        if seg is chosen:
-            break
-        for w in seg:
-            found = text.find(w, start)
-            start = found + len(w) if found >= 0 else start
-    out = []
-    first_line = loc.line + (1 if style in ("|", ">") else 0)
-    for w in chosen:
-        at = text.find(w, start)
-        if at < 0:
-            at = start
-        start = at + len(w)
-        line = first_line + text.count("\n", 0, at) if style == "|" else loc.line
-        out.append(Token(w, Loc(loc.file, line, loc.column if line == loc.line else 1)))
-    return out
-
-
-def _config_file_flags(path: str, pod: dict, docs_by_name: dict, doc: Document) -> list[tuple[str, Any, Loc]]:
-    """`--config /etc/vllm/config.yaml`: read it from a ConfigMap mounted there, in the same input."""
-    import yaml
-
-    out: list[tuple[str, Any, Loc]] = []
-    for c in _as_list(pod.get("containers")):
-        for m in _as_list(c.get("volumeMounts") if isinstance(c, dict) else None):
-            mount = str(m.get("mountPath", "")).rstrip("/")
-            if not mount or not path.startswith(mount + "/"):
-                continue
-            key = path[len(mount) + 1:]
-            for v in _as_list(pod.get("volumes")):
-                if v.get("name") == m.get("name") and isinstance(v.get("configMap"), dict):
-                    cm = docs_by_name.get(("ConfigMap", v["configMap"].get("name")))
-                    if cm is None:
-                        continue
-                    cm_doc, cm_data = cm
-                    text = (cm_data.get("data") or {}).get(key)
-                    if not isinstance(text, str):
-                        continue
-                    try:
-                        cfg = yaml.safe_load(text)
-                    except yaml.YAMLError:
-                        continue
-                    base = cm_doc.loc(("data", key))
-                    if isinstance(cfg, dict):
-                        for i, (k, val) in enumerate(cfg.items()):
-                            out.append((str(k), val, Loc(base.file, base.line + i + 1, 1)))
-    return out
-
-
-def _apply_tokens(server: Server, tokens: list[Token]) -> None:
-    try:
-        parsed = parse_args([t.text for t in tokens])
-    except InputError as e:
-        server.notes.append(str(e))
-        return
-    server.unmodelled += [(o.dest, tokens[o.index].loc) for o in parsed.unmodelled]
-    server.unknown += [(u, tokens[u.index].loc) for u in parsed.unknown]
-    for o in parsed.occurrences:
-        dest, value, loc = o.dest, o.value, tokens[o.index].loc
-        if dest in server.flag_locs:
-            server.repeated.setdefault(dest, [server.flag_locs[dest]] if dest in server.flag_locs else [])
-            server.repeated[dest].append(loc)
-        server.flags[dest] = value
-        server.flag_locs[dest] = loc
-
-
-def _pod_scheduling(server: Server, doc: Document, pod: dict, ppath: tuple) -> None:
-    labels: dict[str, list[str]] = {}
-    ns = pod.get("nodeSelector")
-    if isinstance(ns, dict):
-        for k, v in ns.items():
-            labels.setdefault(str(k), []).append(str(v))
-        server.gpu_labels_loc = doc.loc((*ppath, "nodeSelector"))
-    terms = _get(pod, ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                       "nodeSelectorTerms"))
-    for t, term in enumerate(_as_list(terms)):
-        for e, expr in enumerate(_as_list(term.get("matchExpressions") if isinstance(term, dict) else None)):
-            if isinstance(expr, dict) and expr.get("operator") == "In":
-                labels.setdefault(str(expr.get("key")), []).extend(str(v) for v in _as_list(expr.get("values")))
-                server.gpu_labels_loc = server.gpu_labels_loc or doc.loc(
-                    (*ppath, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                     "nodeSelectorTerms", t, "matchExpressions", e))
-    server.gpu_labels = labels
-
-
-def _container_facts(server: Server, doc: Document, pod: dict, ppath: tuple, c: dict, cpath: tuple) -> None:
-    for section in ("limits", "requests"):
-        res = _get(c, ("resources", section)) or {}
-        if not isinstance(res, dict):
-            continue
-        for k, v in res.items():
-            if k in GPU_RESOURCES or str(k).startswith("nvidia.com/mig-"):
-                try:
-                    server.gpu_count = int(str(v))
-                except ValueError:
-                    continue
-                server.gpu_resource = str(k)
-                server.gpu_loc = doc.loc((*cpath, "resources", section, k))
-        if server.gpu_count is not None:
-            break
-    # /dev/shm: a memory-backed emptyDir mounted there
-    for m in _as_list(c.get("volumeMounts")):
-        if isinstance(m, dict) and str(m.get("mountPath", "")).rstrip("/") == "/dev/shm":
-            for i, v in enumerate(_as_list(pod.get("volumes"))):
-                ed = v.get("emptyDir") if isinstance(v, dict) and v.get("name") == m.get("name") else None
-                if isinstance(ed, dict) and ed.get("medium") == "Memory":
-                    server.shm_bytes = _quantity(ed.get("sizeLimit"), "sizeLimit")
-                    server.shm_loc = doc.loc((*ppath, "volumes", i))
-    if pod.get("hostIPC") is True:
-        server.shm_bytes = 0  # the host's /dev/shm
-    # the time probes allow before the kubelet kills a loading server
-    sp = c.get("startupProbe")
-    lp = c.get("livenessProbe")
-    probe, name = (sp, "startupProbe") if isinstance(sp, dict) else (lp, "livenessProbe")
-    if isinstance(probe, dict):
-        server.startup_budget_s = int(probe.get("initialDelaySeconds", 0)) + \
-            int(probe.get("failureThreshold", 3)) * int(probe.get("periodSeconds", 10))
-        server.probe_loc = doc.loc((*cpath, name))
-
-
-def _quantity(value: Any, what: str) -> int:
-    """Bytes of a /dev/shm size limit; 0 (no limit, or unreadable) means the node's memory bounds it."""
-    if value is None:
-        return 0
-    try:
-        return parse_quantity(value, what=what)
-    except InputError:
-        return 0
-
-
-def _annotations(data: dict, pod_meta: dict | None) -> dict[str, str]:
-    out = {}
-    for meta in (data.get("metadata"), pod_meta):
-        if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
-            out.update({str(k): str(v) for k, v in meta["annotations"].items()})
-    return out
-
-
 @dataclass(frozen=True)
 class NotUnderstood:
-    """An object (or file) that mentions vLLM but yields no server we could read, and why."""
+    """An object (or file) that mentions vLLM but yields no server we could read, or a value in it of
+    the wrong shape, and why."""
 
     loc: Loc
     kind: str
@@ -315,183 +85,427 @@ class NotUnderstood:
     reason: str
 
 
+@dataclass
+class Inputs:
+    """What an extractor may look up beyond its own object: the other documents of the run (a
+    ConfigMap named by `--config`), and which of them a server consumed."""
+
+    docs: list[Document]
+    by_name: dict[tuple[str, str], Node] = field(default_factory=dict)
+    consumed: set[int] = field(default_factory=set)  # id() of documents a server read
+
+    @classmethod
+    def of(cls, docs: list[Document]) -> Inputs:
+        out = cls(docs)
+        for d in docs:
+            if isinstance(d.data, dict) and isinstance(d.data.get("kind"), str):
+                meta = d.data.get("metadata")
+                name = meta.get("name") if isinstance(meta, dict) else None
+                if isinstance(name, str):
+                    out.by_name.setdefault((d.data["kind"], name), Node.of(d))
+        return out
+
+
+# -- shared by the formats: one object's identity -------------------------------------------------
+
+def identity(obj: Node) -> tuple[str, str | None, str]:
+    """(kind, namespace, name) of a Kubernetes object, each read as a string."""
+    meta = obj.mapping("metadata")
+    kind = obj.str("kind", max_chars=253) or ""
+    if meta is None:
+        return kind, None, ""
+    return kind, meta.name("namespace"), meta.name("name") or ""
+
+
+def annotations(*metas: Node | None) -> dict[str, str]:
+    """String annotations of the given metadata mappings (later ones win)."""
+    out: dict[str, str] = {}
+    for meta in metas:
+        if meta is not None:
+            for k, v in meta.entries("annotations"):
+                text = v.text()
+                if text is not None:
+                    out[k] = text
+    return out
+
+
+# -- flags ----------------------------------------------------------------------------------------
+
+def flag_value_problem(flag: Flag, value: Any) -> str | None:
+    """Why a converted flag value cannot be used (NaN, infinite, absurdly large), or None."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return f"{flag.option}: {value} is not a finite number"
+        if abs(value) > MAX_INT:
+            return f"{flag.option}: {value:g} is out of range"
+    if isinstance(value, int) and not isinstance(value, bool):
+        hi = MAX_BYTES if flag.type == "bytes" else MAX_INT
+        if not -1 <= value <= hi:
+            text = f"{value:,}" if abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+            return f"{flag.option}: {text} is out of range"
+    if flag.dest == "model" and isinstance(value, str) and (
+            len(value) > 1024 or "\x00" in value or any(len(p) > 255 for p in value.split("/"))):
+        return f"{flag.option}: '{value[:40]}...' is not a model id or path (too long)"
+    return None
+
+
+def set_flag(server: Server, node: Node, dest: str, loc: Loc | None = None) -> None:
+    """A structured flag (production-stack vllmConfig, chart values): the scalar at `node`, converted as
+    vLLM would, range-checked; a bad value is a note on the server and is not used."""
+    flag = BY_DEST[dest]
+    if node.value is None:
+        return
+    text = node.text()
+    if text is None:
+        server.notes.append(f"{flag.option}: expected a scalar value, got {describe(node.value)}")
+        return
+    try:
+        value = convert(flag, node.value if isinstance(node.value, bool) else text)
+    except (InputError, ValueError, OverflowError) as e:
+        server.notes.append(str(e))
+        return
+    problem = flag_value_problem(flag, value)
+    if problem:
+        server.notes.append(problem)
+        return
+    server.flags[dest] = value
+    server.flag_locs[dest] = loc or node.loc()
+
+
+def apply_tokens(server: Server, tokens: list[Token]) -> None:
+    """Parse a vLLM command line into the server's flags (last wins), noting repeats, unmodelled
+    options and tokens vLLM would reject; a bad value is a note."""
+    try:
+        parsed = parse_args([t.text for t in tokens])
+    except (InputError, ValueError, OverflowError) as e:
+        server.notes.append(str(e))
+        return
+    server.unmodelled += [(o.dest, tokens[o.index].loc) for o in parsed.unmodelled]
+    server.unknown += [(u, tokens[u.index].loc) for u in parsed.unknown]
+    for o in parsed.occurrences:
+        dest, value, loc = o.dest, o.value, tokens[o.index].loc
+        flag = BY_DEST.get(dest)
+        problem = flag_value_problem(flag, value) if flag is not None else None
+        if problem:
+            server.notes.append(problem)
+            continue
+        if dest in server.flag_locs:
+            server.repeated.setdefault(dest, [server.flag_locs[dest]])
+            server.repeated[dest].append(loc)
+        server.flags[dest] = value
+        server.flag_locs[dest] = loc
+
+
+# -- a container's command line -------------------------------------------------------------------
+
+def _expand(text: str, env: dict[str, str]) -> str:
+    if "$" not in text:
+        return text
+
+    def sub(m: re.Match) -> str:
+        name = m.group(1) or m.group(2) or m.group(3)
+        return env.get(name, m.group(0))
+    return _VAR.sub(sub, text)
+
+
+def argv_items(c: Node, key: str) -> list[Node]:
+    """`command` or `args`: a list of scalars, or (leniently) one string."""
+    if c.at(key).is_str():
+        return [c.at(key)]
+    out = []
+    for item in c.items(key):
+        if item.text() is not None:
+            out.append(item)
+        elif item.value is None:
+            item.note(item.path, "null in a command: ignored")
+    return out
+
+
+def is_vllm(c: Node) -> bool:
+    """Whether a container runs vLLM: its image or command names it."""
+    words = [c.str("image") or ""]
+    for key in ("command", "args"):
+        words += [i.text() or "" for i in argv_items(c, key)]
+    return any("vllm" in w.lower() for w in words)
+
+
+def container_env(c: Node) -> dict[str, str]:
+    """The container's literal env (name -> value); valueFrom entries are not known here."""
+    out = {}
+    for e in c.mappings("env"):
+        name = e.str("name", max_chars=253)
+        if name is not None and e.has("value"):
+            value = e.text("value")
+            if value is not None:
+                out[name] = value
+    return out
+
+
+def container_tokens(c: Node, env: dict[str, str]) -> list[Token] | None:
+    """The container's command + args as tokens, each with where it came from; None when a shell
+    script in it runs no vLLM server (an LWS worker joining Ray, say)."""
+    items: list[tuple[Token, str]] = []
+    for key in ("command", "args"):
+        for node in argv_items(c, key):
+            style = node.doc.style(node.path)
+            if style == "|":
+                style += str(node.doc.indent(node.path))
+            items.append((Token(_expand(node.text() or "", env), node.loc()), style))
+    shells = ("sh", "bash", "zsh", "dash")
+    if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in shells and items[1][0].text == "-c":
+        tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1])
+        if tokens is None:
+            return None
+        positional = [t for t, _ in items[4:]]  # items[3] is $0; "$@" is what follows it
+        out: list[Token] = []
+        for t in tokens:
+            out += positional if t.text in ("$@", "$*") else [t]
+        return out
+    out = []
+    for t, style in items:
+        if "vllm" in t.text and " " in t.text.strip() and not t.text.startswith("-"):
+            out += shell_tokens(t.text, t.loc, style) or []
+        else:
+            out.append(t)
+    return out
+
+
+# One piece of a POSIX shell word, or what separates words. Linear: each character is matched once.
+_SH = re.compile(r"""
+    (?P<cont>\\\n)
+  | (?P<ws>[ \t\r\n]+)
+  | (?P<comment>(?<![^ \t\r\n;&|])\#[^\n]*)
+  | (?P<op>[;&|]+)
+  | (?P<sq>'[^']*'?)
+  | (?P<dq>"(?:[^"\\]|\\.)*"?)
+  | (?P<esc>\\.?)
+  | (?P<plain>[^ \t\r\n'"\\;&|]+)
+""", re.X | re.S)
+_DQ_ESCAPE = re.compile(r"\\([\\\"$`\n])")
+
+
+def shell_words(text: str) -> list[list[tuple[str, int]]]:
+    """A shell script as segments (split at ; && || |) of (word, offset of its first character),
+    in linear time. Quotes and backslashes are removed as the shell would; comments dropped."""
+    segments: list[list[tuple[str, int]]] = [[]]
+    word: list[str] = []
+    start = -1
+
+    def end_word() -> None:
+        nonlocal word, start
+        if start >= 0:
+            segments[-1].append(("".join(word), start))
+        word, start = [], -1
+
+    for m in _SH.finditer(text):
+        kind, piece = m.lastgroup, m.group()
+        if kind in ("ws", "cont", "comment"):
+            end_word()
+            continue
+        if kind == "op":
+            end_word()
+            segments.append([])
+            continue
+        if start < 0:
+            start = m.start()
+        if kind == "sq":
+            word.append(piece[1:-1] if len(piece) > 1 and piece.endswith("'") else piece[1:])
+        elif kind == "dq":
+            inner = piece[1:-1] if len(piece) > 1 and piece.endswith('"') and not piece.endswith('\\"') \
+                else piece[1:]
+            word.append(_DQ_ESCAPE.sub(r"\1", inner))
+        elif kind == "esc":
+            word.append(piece[1:])
+        else:
+            word.append(piece)
+    end_word()
+    return segments
+
+
+def shell_tokens(text: str, loc: Loc, style: str) -> list[Token] | None:
+    """The tokens of the vLLM command in a shell script (the last `cmd; cmd && cmd` segment that runs
+    vLLM), each at its line and column: a `|` block's lines are the file's; a one-line string's
+    columns are offsets from where it starts."""
+    segments = shell_words(text)
+    runs_vllm = [seg for seg in segments if any(w.rsplit("/", 1)[-1] == "vllm" or "vllm.entrypoints" in w
+                                                for w, _ in seg)]
+    if not runs_vllm:
+        return None
+    chosen = runs_vllm[-1]
+    out = []
+    if style.startswith("|"):  # a literal block: the content starts on the next line, indented
+        indent = int(style[1:] or 0)
+        line, last_nl, counted = loc.line + 1, -1, 0
+        for w, at in chosen:
+            line += text.count("\n", counted, at)  # incremental: linear overall
+            nl = text.rfind("\n", counted, at)
+            last_nl = nl if nl >= 0 else last_nl
+            counted = at
+            out.append(Token(w, Loc(loc.file, line, indent + at - last_nl)))
+        return out
+    if "\n" in text or style == ">":  # folded or multi-line flow scalar: the string's own position
+        return [Token(w, loc) for w, _ in chosen]
+    quote = 1 if style in ('"', "'") else 0
+    return [Token(w, Loc(loc.file, loc.line, loc.column + quote + at)) for w, at in chosen]
+
+
+def config_file_flags(path: str, pod: Node, inputs: Inputs) -> list[tuple[Node, str, Loc]]:
+    """`--config /etc/vllm/config.yaml`: its (value node, key, line) from a ConfigMap mounted there,
+    in the same input."""
+    from configurator.lint.load import parse_text
+
+    out: list[tuple[Node, str, Loc]] = []
+    for c in pod.mappings("containers"):
+        for m in c.mappings("volumeMounts"):
+            mount = (m.str("mountPath") or "").rstrip("/")
+            if not mount or not path.startswith(mount + "/"):
+                continue
+            key = path[len(mount) + 1:]
+            for v in pod.mappings("volumes"):
+                cm_name = v.str("configMap", "name")
+                if cm_name is None or v.str("name") != m.str("name"):
+                    continue
+                cm = inputs.by_name.get(("ConfigMap", cm_name))
+                if cm is None:
+                    continue
+                text = cm.str("data", key, max_chars=1 << 20)
+                if text is None:
+                    continue
+                inputs.consumed.add(id(cm.doc))
+                base = cm.loc("data", key)
+                docs, problems = parse_text(text, base.file)
+                if problems or len(docs) != 1:
+                    continue
+                cfg = Node.of(docs[0])
+                for i, (k, val) in enumerate(cfg.entries()):
+                    out.append((val, k, Loc(base.file, base.line + i + 1, 1)))
+    return out
+
+
+# -- a pod's scheduling and a container's resources -----------------------------------------------
+
+def pod_scheduling(server: Server, pod: Node) -> None:
+    """Node labels the pod requires (nodeSelector, required node affinity `In` terms)."""
+    labels: dict[str, list[str]] = {}
+    selector = pod.entries("nodeSelector")
+    for k, v in selector:
+        text = v.text()
+        if text is not None:
+            labels.setdefault(k, []).append(text)
+    if pod.mapping("nodeSelector") is not None:
+        server.gpu_labels_loc = pod.loc("nodeSelector")
+    terms = pod.at("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    for term in terms.mappings("nodeSelectorTerms"):
+        for expr in term.mappings("matchExpressions"):
+            key = expr.str("key")
+            if key is not None and expr.str("operator") == "In":
+                labels.setdefault(key, []).extend(t for t in (x.text() for x in expr.items("values")) if t)
+                server.gpu_labels_loc = server.gpu_labels_loc or expr.loc()
+    server.gpu_labels = labels
+
+
+def gpu_request(server: Server, c: Node) -> None:
+    """The GPUs a container requests (limits first, then requests)."""
+    for section in ("limits", "requests"):
+        for k, v in c.entries("resources", section):
+            if k in GPU_RESOURCES or k.startswith("nvidia.com/mig-"):
+                count = v.int(hi=MAX_GPUS)
+                if count is None:
+                    continue
+                server.gpu_count = count
+                server.gpu_resource = k
+                server.gpu_loc = v.loc()
+        if server.gpu_count is not None:
+            break
+
+
+def probe_budget(probe: Node) -> int | None:
+    """Seconds a probe allows before a kill: initialDelay + failureThreshold x period (Kubernetes
+    defaults 0, 3, 10); None when one of them is unreadable."""
+    total = []
+    for key, default in (("initialDelaySeconds", 0), ("failureThreshold", 3), ("periodSeconds", 10)):
+        v = probe.int(key, hi=MAX_SECONDS)
+        if v is None and probe.at(key).value is not None:
+            return None
+        total.append(default if v is None else v)
+    return total[0] + total[1] * total[2]
+
+
+def container_facts(server: Server, pod: Node, c: Node) -> None:
+    """GPU request, memory-backed /dev/shm, and the startup budget of the probes."""
+    gpu_request(server, c)
+    for m in c.mappings("volumeMounts"):
+        if (m.str("mountPath") or "").rstrip("/") != "/dev/shm":
+            continue
+        for v in pod.mappings("volumes"):
+            if v.str("name") != m.str("name"):
+                continue
+            ed = v.mapping("emptyDir")
+            if ed is not None and ed.str("medium") == "Memory":
+                server.shm_bytes = ed.quantity("sizeLimit") or 0
+                server.shm_loc = v.loc()
+    if pod.bool("hostIPC") is True:
+        server.shm_bytes = 0  # the host's /dev/shm
+    for name in ("startupProbe", "livenessProbe"):
+        probe = c.mapping(name)
+        if probe is not None:
+            server.startup_budget_s = probe_budget(probe)
+            server.probe_loc = probe.loc()
+            break
+
+
+def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str, pods: int = 1,
+                     pod_meta: Node | None = None, default_name: str = "") -> Server | None:
+    """A vLLM container of a pod spec -> its Server (None when it runs no vLLM server)."""
+    if not is_vllm(c):
+        return None
+    _, namespace, name = identity(obj)
+    s = Server(file=obj.doc.file, kind=kind, namespace=namespace, name=name,
+               container=c.str("name", max_chars=253) or default_name, loc=c.loc(), object_loc=obj.loc(),
+               image=c.str("image"), pods=pods, annotations=annotations(obj.mapping("metadata"), pod_meta))
+    s.env = container_env(c)
+    tokens = container_tokens(c, s.env)
+    if tokens is None:
+        return None
+    apply_tokens(s, tokens)
+    if "config" not in s.flags:
+        for t, nxt in itertools.pairwise(tokens):
+            if t.text == "--config":
+                for val, key, loc in config_file_flags(nxt.text, pod, inputs):
+                    dest = key.replace("-", "_")
+                    if dest in BY_DEST:
+                        set_flag(s, val, dest, loc)
+    pod_scheduling(s, pod)
+    container_facts(s, pod, c)
+    return s
+
+
+def pod_servers(obj: Node, pod: Node, inputs: Inputs, *, kind: str, pods: int = 1,
+                pod_meta: Node | None = None) -> list[Server]:
+    """Every vLLM server among a pod spec's containers."""
+    out = []
+    for c in pod.mappings("containers"):
+        s = container_server(obj, pod, c, inputs, kind=kind, pods=pods, pod_meta=pod_meta,
+                             default_name=str(c.path[-1]))
+        if s is not None:
+            out.append(s)
+    return out
+
+
+# -- the dispatch ---------------------------------------------------------------------------------
+
 def extract_all(docs: list[Document]) -> tuple[list[Server], list[NotUnderstood]]:
-    """Every vLLM server in the documents, and every object that mentions vLLM but yields none."""
-    return extract(docs), []
+    """Every vLLM server in the documents, in input order, and every object that mentions vLLM but
+    yields none (or holds a value of the wrong shape), with the reason."""
+    from configurator.lint.formats import dispatch
+
+    return dispatch(docs)
 
 
 def extract(docs: list[Document]) -> list[Server]:
     """Every vLLM server in the documents, in input order."""
-    by_name = {(d.data.get("kind"), (d.data.get("metadata") or {}).get("name")): (d, d.data)
-               for d in docs if isinstance(d.data, dict) and isinstance(d.data.get("metadata"), dict)}
-    out: list[Server] = []
-    for doc in docs:
-        data = doc.data
-        if not isinstance(data, dict):
-            continue
-        if isinstance(data.get("servingEngineSpec"), dict):
-            out += _production_stack(doc, data)
-            continue
-        if "kind" not in data and isinstance(data.get("vllm"), dict) and isinstance(data.get("model"), dict):
-            out.append(_chart_values(doc, data))
-            continue
-        kind = str(data.get("kind") or "")
-        meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-        pods: list[tuple[tuple, int]] = []
-        if kind in POD_SPEC_PATHS:
-            pods.append((POD_SPEC_PATHS[kind], 1))
-        elif kind == "LeaderWorkerSet":
-            size = int(_get(data, ("spec", "leaderWorkerTemplate", "size")) or 1)
-            base = ("spec", "leaderWorkerTemplate")
-            if isinstance(_get(data, (*base, "leaderTemplate", "spec")), dict):
-                pods.append(((*base, "leaderTemplate", "spec"), size))
-            else:
-                pods.append(((*base, "workerTemplate", "spec"), size))
-        elif kind == "ServingRuntime" or kind == "ClusterServingRuntime":
-            pods.append((("spec",), 1))
-        elif kind == "InferenceService":
-            pods.append((("spec", "predictor"), 1))
-        elif kind == "LLMInferenceService":
-            pods.append((("spec", "template"), 1))
-        for ppath, group in pods:
-            pod = _get(data, ppath)
-            if not isinstance(pod, dict):
-                continue
-            containers = [(("containers", i), c) for i, c in enumerate(_as_list(pod.get("containers")))]
-            if kind == "InferenceService" and isinstance(pod.get("model"), dict):
-                containers.insert(0, (("model",), pod["model"]))
-            pod_meta = _get(data, (*ppath[:-1], "metadata")) if ppath[-1] == "spec" else None
-            for rel, c in containers:
-                if not isinstance(c, dict) or not _is_vllm(c):
-                    continue
-                cpath = (*ppath, *rel)
-                s = Server(file=doc.file, kind=kind, namespace=meta.get("namespace"), name=str(meta.get("name", "")),
-                           container=str(c.get("name", rel[-1] if rel else "model")), loc=doc.loc(cpath),
-                           object_loc=doc.loc(()), image=c.get("image"), pods=group,
-                           annotations=_annotations(data, pod_meta if isinstance(pod_meta, dict) else None))
-                env = _env(c)
-                s.env = env
-                tokens = _tokens(doc, cpath, c, env)
-                if tokens is None:
-                    continue
-                _apply_tokens(s, tokens)
-                if "config" not in s.flags:
-                    for t, nxt in itertools.pairwise(tokens):
-                        if t.text == "--config":
-                            for dest, val, loc in _config_file_flags(nxt.text, pod, by_name, doc):
-                                flag = BY_DEST.get(dest.replace("-", "_"))
-                                if flag is not None:
-                                    try:
-                                        s.flags[flag.dest] = convert(flag, val)
-                                        s.flag_locs[flag.dest] = loc
-                                    except InputError:
-                                        continue
-                if kind == "InferenceService" and rel == ("model",) and "model" not in s.flags:
-                    uri = c.get("storageUri")
-                    if isinstance(uri, str) and uri.startswith("hf://"):
-                        s.flags["model"] = uri[5:]
-                        s.flag_locs["model"] = doc.loc((*cpath, "storageUri"))
-                _pod_scheduling(s, doc, pod, ppath)
-                _container_facts(s, doc, pod, ppath, c, cpath)
-                out.append(s)
-    return out
+    return extract_all(docs)[0]
 
 
-def _production_stack(doc: Document, data: dict) -> list[Server]:
-    """vllm-project/production-stack values: servingEngineSpec.modelSpec[] (see kubernetes-facts.md)."""
-    out = []
-    for i, spec in enumerate(_as_list(data["servingEngineSpec"].get("modelSpec"))):
-        if not isinstance(spec, dict):
-            continue
-        p = ("servingEngineSpec", "modelSpec", i)
-        s = Server(file=doc.file, kind="production-stack modelSpec", namespace=None, name=str(spec.get("name", i)),
-                   container="vllm", loc=doc.loc(p), object_loc=doc.loc(p),
-                   image=f"{spec.get('repository', 'vllm/vllm-openai')}:{spec.get('tag', 'latest')}",
-                   annotations={str(k): str(v) for k, v in (spec.get("annotations") or {}).items()})
-        if spec.get("modelURL"):
-            s.flags["model"] = spec["modelURL"]
-            s.flag_locs["model"] = doc.loc((*p, "modelURL"))
-        vc = spec.get("vllmConfig") if isinstance(spec.get("vllmConfig"), dict) else {}
-        keymap = {"maxModelLen": "max_model_len", "gpuMemoryUtilization": "gpu_memory_utilization",
-                  "tensorParallelSize": "tensor_parallel_size", "maxNumSeqs": "max_num_seqs", "dtype": "dtype",
-                  "enablePrefixCaching": "enable_prefix_caching", "enableChunkedPrefill": "enable_chunked_prefill"}
-        for key, dest in keymap.items():
-            if key in vc and vc[key] is not None:
-                try:
-                    s.flags[dest] = convert(BY_DEST[dest], vc[key])
-                except InputError:
-                    continue
-                s.flag_locs[dest] = doc.loc((*p, "vllmConfig", key))
-        extra = vc.get("extraArgs")
-        if isinstance(extra, list):
-            # rendered after the vllmConfig flags: duplicates are last-wins (production-stack#...)
-            tokens = [Token(str(t), doc.loc((*p, "vllmConfig", "extraArgs", j))) for j, t in enumerate(extra)]
-            _apply_tokens(s, tokens)
-        if spec.get("requestGPU") is not None:
-            with contextlib.suppress(TypeError, ValueError):
-                s.gpu_count = int(spec["requestGPU"])
-            s.gpu_resource = str(spec.get("requestGPUType") or "nvidia.com/gpu")
-            s.gpu_loc = doc.loc((*p, "requestGPU"))
-        # /dev/shm is mounted only when the tensorParallelSize key exists (production-stack#276)
-        if "tensorParallelSize" in vc:
-            s.shm_bytes = _quantity(spec.get("shmSize", "20Gi"), "shmSize")
-            s.shm_loc = doc.loc((*p, "shmSize")) if "shmSize" in spec else doc.loc((*p, "vllmConfig"))
-        terms = spec.get("nodeSelectorTerms")
-        labels: dict[str, list[str]] = {}
-        for term in _as_list(terms):
-            for expr in _as_list(term.get("matchExpressions") if isinstance(term, dict) else None):
-                if isinstance(expr, dict) and expr.get("operator") == "In":
-                    labels.setdefault(str(expr.get("key")), []).extend(str(v) for v in _as_list(expr.get("values")))
-        s.gpu_labels = labels
-        s.gpu_labels_loc = doc.loc((*p, "nodeSelectorTerms")) if terms else None
-        out.append(s)
-    return out
-
-
-def _chart_values(doc: Document, data: dict) -> Server:
-    """A values file of this project's charts/vllm (configurator/emit/values_model.py)."""
-    img = data.get("image") if isinstance(data.get("image"), dict) else {}
-    s = Server(file=doc.file, kind="charts/vllm values", namespace=None,
-               name=str(data.get("fullnameOverride") or "release"), container="vllm", loc=doc.loc(("vllm",)),
-               object_loc=doc.loc(()), image=f"{img.get('repository', 'vllm/vllm-openai')}:{img.get('tag', 'latest')}",
-               annotations={str(k): str(v) for k, v in (data.get("podAnnotations") or {}).items()})
-    if data["model"].get("name"):
-        s.flags["model"] = data["model"]["name"]
-        s.flag_locs["model"] = doc.loc(("model", "name"))
-    for key, value in data["vllm"].items():
-        dest = re.sub(r"([A-Z])", r"_\1", str(key)).lower()
-        flag = BY_DEST.get(dest)
-        if flag is None or value is None:
-            continue
-        try:
-            s.flags[dest] = convert(flag, value)
-        except InputError as e:
-            s.notes.append(f"vllm.{key}: {e}")
-            continue
-        s.flag_locs[dest] = doc.loc(("vllm", key))
-    extra = data.get("extraArgs")
-    if isinstance(extra, list):
-        _apply_tokens(s, [Token(str(t), doc.loc(("extraArgs", j))) for j, t in enumerate(extra)])
-    s.gpu_count = int(data.get("gpusPerNode") or 1)
-    s.pods = int(data.get("nodes") or 1)
-    s.gpu_resource = str((data.get("gpu") or {}).get("resource") or "nvidia.com/gpu")
-    s.gpu_loc = doc.loc(("gpusPerNode",))
-    gpu = data.get("gpu") if isinstance(data.get("gpu"), dict) else {}
-    if isinstance(data.get("nodeSelector"), dict) and data["nodeSelector"]:
-        s.gpu_labels = {str(k): [str(v)] for k, v in data["nodeSelector"].items()}
-        s.gpu_labels_loc = doc.loc(("nodeSelector",))
-    elif gpu.get("products"):
-        s.gpu_labels = {str(gpu.get("productLabel") or "nvidia.com/gpu.product"): [str(x) for x in gpu["products"]]}
-        s.gpu_labels_loc = doc.loc(("gpu", "products"))
-    shm = data.get("shm") if isinstance(data.get("shm"), dict) else {}
-    s.shm_bytes = _quantity(shm.get("sizeLimit"), "shm.sizeLimit")
-    s.shm_loc = doc.loc(("shm",))
-    startup = ((data.get("probes") or {}).get("startup") or {}) if isinstance(data.get("probes"), dict) else {}
-    if startup:
-        s.startup_budget_s = int(startup.get("initialDelaySeconds", 0)) + \
-            int(startup.get("failureThreshold", 3)) * int(startup.get("periodSeconds", 10))
-        s.probe_loc = doc.loc(("probes", "startup"))
-    return s
-
-
-__all__ = ["Server", "extract", "gpu_from_labels"]
+__all__ = ["Inputs", "NotUnderstood", "Server", "ShapeNote", "Token", "extract", "extract_all",
+           "gpu_from_labels"]

@@ -1,0 +1,151 @@
+"""Deployment formats as plugins: each module here recognises one kind of input and extracts its servers.
+
+How to add a format: create `configurator/lint/formats/<name>.py` with
+
+    from configurator.lint.extract import Inputs, Server, pod_servers   # shared helpers
+    from configurator.lint.formats import register
+    from configurator.lint.shape import Node
+
+    def recognise(obj: Node) -> bool:          # cheap: look at kind / apiVersion / top-level keys
+        return obj.str("kind") == "MyServer"
+
+    def extract(obj: Node, inputs: Inputs) -> list[Server]:
+        pod = obj.mapping("spec", "template", "spec")   # typed reads only (shape.py)
+        return [] if pod is None else pod_servers(obj, pod, inputs, kind="MyServer")
+
+    register("my-server", recognise, extract)
+
+and its tests (tests/lint/test_formats_<name>.py). Modules are discovered, not listed: the new file
+is all it takes. Read every value through the `Node` you are given (configurator/lint/shape.py): a
+value of the wrong shape is then noted where it is and reported on the object, never raised. The
+first format (by `order`, then name) whose `recognise` is true extracts a document; give a format
+keyed on top-level values keys (no `kind`) a low `order` so it is tried before the kind-based ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from configurator.lint.load import Document
+
+Recognise = Callable[["Node"], bool]  # noqa: F821  (configurator.lint.shape.Node)
+Extract = Callable[["Node", "Inputs"], list["Server"]]  # noqa: F821
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    recognise: Recognise
+    extract: Extract
+    order: int = 100
+
+
+_REGISTRY: dict[str, Format] = {}
+_ORDERED: list[Format] = []
+_DISCOVERED = False
+
+# Kinds that never run a server: mentioning vLLM in their names or labels is expected, not a miss.
+NO_SERVER_KINDS = frozenset({
+    "Service", "Ingress", "IngressClass", "HorizontalPodAutoscaler", "PodDisruptionBudget", "NetworkPolicy",
+    "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding", "Secret", "PersistentVolume",
+    "PersistentVolumeClaim", "StorageClass", "Namespace", "Gateway", "GatewayClass", "HTTPRoute", "GRPCRoute",
+    "ServiceMonitor", "PodMonitor", "PrometheusRule", "PriorityClass", "ResourceQuota", "LimitRange", "Endpoints",
+    "EndpointSlice", "CustomResourceDefinition", "APIService", "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration", "InferencePool", "InferenceModel", "InferenceObjective", "Certificate",
+    "Issuer", "ScaledObject", "VerticalPodAutoscaler",
+})
+MENTION_BUDGET = 200_000  # nodes looked at when asking whether an object mentions vLLM
+
+
+def register(name: str, recognise: Recognise, extract: Extract, *, order: int = 100) -> None:
+    """Add a format; a second format of the same name is refused."""
+    if name in _REGISTRY:
+        raise ValueError(f"duplicate format {name}")
+    _REGISTRY[name] = Format(name, recognise, extract, order)
+    _ORDERED[:] = sorted(_REGISTRY.values(), key=lambda f: (f.order, f.name))
+
+
+def formats() -> list[Format]:
+    """Every registered format, in the order they are tried (the modules of this package imported once)."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        _DISCOVERED = True
+        for mod in pkgutil.iter_modules(__path__):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{mod.name}")
+    return _ORDERED
+
+
+def mentions_vllm(data: object, budget: int = MENTION_BUDGET) -> bool:
+    """Whether any string in the data (keys included) mentions vLLM; an iterative, bounded walk."""
+    stack = [data]
+    seen: set[int] = set()
+    while stack and budget > 0:
+        budget -= 1
+        v = stack.pop()
+        if isinstance(v, str):
+            if "vllm" in v.lower():
+                return True
+        elif isinstance(v, dict | list):
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if isinstance(v, dict):
+                stack.extend(v.keys())
+                stack.extend(v.values())
+            else:
+                stack.extend(v)
+    return False
+
+
+def dispatch(docs: list[Document]):
+    """Every document to the first format that recognises it: (servers, not-understood objects)."""
+    from configurator.lint.extract import Inputs, NotUnderstood, identity
+    from configurator.lint.shape import Node
+
+    inputs = Inputs.of(docs)
+    servers = []
+    done = []
+    for doc in docs:
+        obj = Node.of(doc)
+        if not isinstance(doc.data, dict):
+            done.append((obj, None, [], None))
+            continue
+        fmt, found, failure = None, [], None
+        try:
+            fmt = next((f for f in formats() if f.recognise(obj)), None)
+            if fmt is not None:
+                found = fmt.extract(obj, inputs)
+        except Exception as e:  # a bug in one format must not cost the other objects
+            failure, found = f"internal error reading this object ({type(e).__name__}): not checked", []
+        servers += found
+        done.append((obj, fmt, found, failure))
+    out = []
+    for obj, fmt, found, failure in done:
+        if not isinstance(obj.value, dict):
+            if mentions_vllm(obj.value):
+                out.append(NotUnderstood(obj.loc(), "", "", "mentions vLLM, but the document is a "
+                                         f"{'list' if isinstance(obj.value, list) else 'scalar'}, not an object"))
+            continue
+        kind, _, name = identity(obj)
+        mentions = bool(found) or (len(obj.notes) > 0 and mentions_vllm(obj.value))
+        if failure:
+            out.append(NotUnderstood(obj.loc(), kind, name, failure))
+        if found or mentions:
+            out += [NotUnderstood(n.loc, kind, name, n.message) for n in obj.notes]
+        if found or failure or kind in NO_SERVER_KINDS or id(obj.doc) in inputs.consumed:
+            continue
+        if not len(obj.notes) and not mentions_vllm(obj.value):
+            continue
+        if kind == "ConfigMap":
+            reason = "a ConfigMap that mentions vLLM, but no server in this input reads it (--config)"
+        elif fmt is None:
+            reason = (f"a {kind} that mentions vLLM, but not a format check reads" if kind else
+                      "an object without a kind that mentions vLLM, but not a format check reads")
+        else:
+            reason = f"a {kind} that mentions vLLM, but no vLLM server container was found in it"
+        out.append(NotUnderstood(obj.loc(), kind, name, reason))
+    return servers, out
