@@ -5,6 +5,7 @@ of engine keyword arguments, and a GPU type named by the format rather than by n
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from configurator.errors import ConfiguratorError
 from configurator.hardware.catalog import find_gpu
@@ -55,7 +56,7 @@ def tokens(nodes: list[Node]) -> list[Token]:
     return [Token(n.text() or "", n.loc()) for n in nodes if n.text() is not None]
 
 
-def kwargs_tokens(m: Node | None) -> list[Token]:
+def kwargs_tokens(m: Node | None, name: Callable[[str], str] = lambda k: k) -> list[Token]:
     """A mapping of vLLM engine keyword arguments (`max_model_len: 8192`, `enable_lora: true`,
     `speculative_config: {...}`) as the command line vLLM would be given, each token at its key's line,
     so modelled, unmodelled and unknown options are told apart exactly as on a command line."""
@@ -63,7 +64,7 @@ def kwargs_tokens(m: Node | None) -> list[Token]:
     if m is None:
         return out
     for key, v in m.entries():
-        flag = "--" + key.replace("_", "-")
+        flag = "--" + name(key).replace("_", "-")
         loc = v.loc()
         if isinstance(v.value, bool):
             if v.value:
@@ -76,8 +77,8 @@ def kwargs_tokens(m: Node | None) -> list[Token]:
     return out
 
 
-def apply_kwargs(s: Server, m: Node | None) -> None:
-    apply_tokens(s, kwargs_tokens(m))
+def apply_kwargs(s: Server, m: Node | None, name: Callable[[str], str] = lambda k: k) -> None:
+    apply_tokens(s, kwargs_tokens(m, name))
 
 
 def set_gpu_name(s: Server, name: str | None, loc: Loc) -> bool:
