@@ -11,7 +11,6 @@ Exits 1 when fewer than 95% of the expected servers are extracted right, or any 
 (issue 10's targets).
 """
 
-from __future__ import annotations
 
 import argparse
 import sys
