@@ -60,7 +60,7 @@ def test_llminferenceservice_unresolved_baseref_is_reported_at_its_line():
     rel = "kserve-kserve/llmisvc-gpt-oss-inference_default.yaml"
     servers, nu, _ = _extract(rel)
     assert [s.flags["model"] for s in servers] == ["RedHatAI/gpt-oss-20b"]
-    [ref] = [n for n in nu if "baseRefs" in n.reason]
+    [ref] = [n for n in nu if "LLMInferenceServiceConfig" in n.reason]
     assert "llmisvc-intelligent-inference-scheduling" in ref.reason
     assert ref.loc.line == _line(rel, r"- name: llmisvc-intelligent")
 
@@ -83,7 +83,7 @@ def test_runtime_options_are_not_read_as_vllm_flags():
 
 @pytest.mark.parametrize(("rel", "reason"), [
     ("kserve-kserve/kserve-vllmserver.yaml", "takes its model from the InferenceService"),
-    ("awslabs-ai-on-eks/values.yaml", "inference.framework is not set"),
+    ("awslabs-ai-on-eks/values.yaml", "inference.framework: not set"),
     ("kserve-website/hf-python_runtime.yaml", "mentions vLLM"),
 ])
 def test_no_server_is_said_with_a_reason(rel, reason):

@@ -32,7 +32,7 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     assert inf is not None  # recognise
     framework = inf.str("framework")
     if not framework:
-        inf.note((*inf.path, "framework"), "inference.framework is not set: the chart renders no model server "
+        inf.note((*inf.path, "framework"), "not set: the chart renders no model server "
                  f"(one of {', '.join(VLLM_FRAMEWORKS)} runs vLLM)")
         return []
     if framework not in VLLM_FRAMEWORKS:

@@ -79,7 +79,8 @@ def _server(obj: Node, spec: Node, wl: Node, role: str, bases: list[Node]) -> Se
             apply_tokens(s, _env_tokens(c) + tokens(c.items("args")))
     model = spec.mapping("model")
     if model is not None:
-        set_model(s, model_from_uri(model.str("uri")) or model.str("name"), model.loc("uri"))
+        from_uri = model_from_uri(model.str("uri"))
+        set_model(s, from_uri or model.str("name"), model.loc("uri" if from_uri else "name"))
     if pod is not None and main is not None:
         pod_scheduling(s, pod)
         container_facts(s, pod, main)
@@ -106,7 +107,7 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
         name = ref.name("name")
         base = inputs.by_name.get((CONFIG_KIND, name or ""))
         if base is None:
-            obj.note((*spec.path, "baseRefs", i), f"baseRefs: {CONFIG_KIND} '{name}' is not in the input: what it "
+            obj.note((*spec.path, "baseRefs", i), f"{CONFIG_KIND} '{name}' is not in the input: what it "
                      "sets (image, command, args, parallelism, resources) is not checked")
             continue
         inputs.consumed.add(id(base.doc))
