@@ -89,7 +89,9 @@ kind: DynamoGraphDeployment
 metadata: {name: d}
 spec:
   services:
-    Frontend: {componentType: frontend, extraPodSpec: {mainContainer: {image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0}}}
+    Frontend:
+      componentType: frontend
+      extraPodSpec: {mainContainer: {image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0}}
     Prefill:
       componentType: worker
       resources: {requests: {gpu: "2"}}
