@@ -249,3 +249,22 @@ spec:
 """
     [s], _ = run(text)
     assert (s.container, s.flags["model"]) == ("decode/c", "o/m")
+
+
+@pytest.mark.parametrize(("preset", "sku", "want"), [
+    ("meta-llama/Llama-3.1-8B-Instruct", "Standard_NC96ads_A100_v4",
+     {"data_parallel_size": 4, "tensor_parallel_size": 1}),  # 16 GB of weights: under half an 80 GB GPU
+    ("meta-llama/Llama-3.3-70B-Instruct", "Standard_NC96ads_A100_v4", {"tensor_parallel_size": 4}),
+    ("someone/unknown-model", "Standard_NC48ads_A100_v4", {"tensor_parallel_size": 2}),  # unknown: the larger case
+    ("meta-llama/Llama-3.1-8B-Instruct", "Standard_NC24ads_A100_v4", {}),
+])
+def test_kaito_chooses_data_or_tensor_parallelism_as_kaito_does(preset, sku, want):
+    [s], _ = run(f"apiVersion: kaito.sh/v1beta1\nkind: Workspace\nmetadata: {{name: w}}\n"
+                 f"resource: {{instanceType: {sku}}}\ninference: {{preset: {{name: {preset}}}}}\n")
+    assert {k: v for k, v in s.flags.items() if k.endswith("parallel_size")} == want
+    assert s.shm_bytes == 0  # KAITO mounts /dev/shm without a limit
+
+
+def test_kuberay_shm_is_the_ray_containers_memory_limit():
+    servers, _ = run(RAY_SERVE.replace("limits: {nvidia.com/gpu: 4}", "limits: {nvidia.com/gpu: 4, memory: 32Gi}"))
+    assert [s.shm_bytes for s in servers] == [32 << 30]

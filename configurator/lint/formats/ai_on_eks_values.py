@@ -6,7 +6,8 @@ modelParameters (camelCase vLLM options: gpuMemoryUtilization, maxModelLen, maxN
 tensorParallelSize, pipelineParallelSize, ...), inference.{framework, accelerator,
 modelServer.{image.{repository, tag}, deployment.{resources.gpu.{requests, limits}, instanceType}}}.
 `instanceType` is rendered as a `node.kubernetes.io/instance-type` node selector; with `lws-vllm` one
-model replica is a LeaderWorkerSet group of `pipelineParallelSize` pods.
+model replica is a LeaderWorkerSet group of `pipelineParallelSize` pods, each with a memory-backed
+/dev/shm of 15Gi (templates/lws-deployment.yaml).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from configurator.lint.shape import Node
 
 VLLM_FRAMEWORKS = ("vllm", "ray-vllm", "triton-vllm", "aibrix", "lws-vllm")
 INSTANCE_LABEL = "node.kubernetes.io/instance-type"
+LWS_SHM_BYTES = 15 << 30  # the dshm emptyDir of templates/lws-deployment.yaml
 _CAMEL = re.compile(r"([A-Z])")
 
 
@@ -56,6 +58,7 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
             s.gpu_labels_loc = dep.loc("instanceType")
     if framework == "lws-vllm":
         s.pods = int(s.flags.get("pipeline_parallel_size") or 1)
+        s.shm_bytes, s.shm_loc = LWS_SHM_BYTES, inf.loc("framework")
     return [s]
 
 

@@ -9,11 +9,20 @@ which KAITO provisions), the GPUs per node from the VM size (Microsoft's publish
 NCads H100 v5, ND A100 v4, NDm A100 v4, ND H100 v5, ND H200 v5, NCasT4_v3). `inference.config` names a
 ConfigMap whose `inference_config.yaml` has a `vllm:` section of engine options; it is read when it is
 in the same input. A custom `inference.template` pod is read as a pod.
+
+Parallelism follows KAITO's own rule (pkg/model/interface.go, configureParallelism, commit 056b8280):
+on a node of N > 1 GPUs, a model whose weights are under half of one GPU runs data-parallel
+(`--data-parallel-size N --tensor-parallel-size 1`), any other with `--tensor-parallel-size N`; the
+weights come from the model's known checkpoint size (offline), and an unknown model is taken as the
+larger case. KAITO mounts a memory-backed /dev/shm without a size limit (pkg/utils/common_preset.go,
+ConfigSHMVolume).
 """
 
 from __future__ import annotations
 
-from configurator.lint.extract import Inputs, Server, pod_servers
+from configurator.errors import ConfiguratorError
+from configurator.hardware.labels import gpu_from_labels
+from configurator.lint.extract import Inputs, Server, Token, apply_tokens, pod_servers
 from configurator.lint.formats import register
 from configurator.lint.formats._common import apply_kwargs, new_server, set_gpu_count, set_model
 from configurator.lint.load import parse_text
@@ -61,6 +70,30 @@ def _config(s: Server, inf: Node, inputs: Inputs) -> None:
         apply_kwargs(s, vllm, name=lambda k: k.replace("-", "_"))
 
 
+def _weights_bytes(model: str) -> int | None:
+    """The model's checkpoint size when it is known offline (KAITO compares the model file size)."""
+    from configurator.memory.weights import weight_bytes
+    from configurator.model.resolve import resolve_model
+
+    try:
+        return weight_bytes(resolve_model(model, allow_hub=False), tp=1, pp=1).total_bytes
+    except (ConfiguratorError, ValueError, AttributeError):
+        return None
+
+
+def _parallelism(s: Server, gpus: int | None, at: Node) -> None:
+    """KAITO's choice between data and tensor parallelism over the node's GPUs (see the module doc)."""
+    if not gpus or gpus <= 1 or "tensor_parallel_size" in s.flags:
+        return
+    gpu, _ = gpu_from_labels(s.gpu_labels)
+    size = _weights_bytes(str(s.flags.get("model", "")))
+    loc = at.loc()
+    argv = ["--tensor-parallel-size", str(gpus)]
+    if size is not None and gpu is not None and size * 2 < gpu.total_bytes:
+        argv = ["--data-parallel-size", str(gpus), "--tensor-parallel-size", "1"]
+    apply_tokens(s, [Token(t, loc) for t in argv])
+
+
 def extract(obj: Node, inputs: Inputs) -> list[Server]:
     if _runtime(obj) == "transformers":
         return []  # Hugging Face transformers, not vLLM
@@ -82,6 +115,8 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
         s.gpu_labels = {INSTANCE_LABEL: [sku]}
         s.gpu_labels_loc = res.loc("instanceType")
         set_gpu_count(s, GPUS_PER_VM.get(sku.lower()), res.loc("instanceType"))
+        _parallelism(s, s.gpu_count, res.at("instanceType"))
+    s.shm_bytes, s.shm_loc = 0, obj.loc()
     return [s]
 
 

@@ -9,6 +9,9 @@ The profile's GPU type and per-unit GPU count come from KubeAI's default resourc
 `nvidia.com/gpu: "1"` per unit, so `nvidia-gpu-h100:2` is 2 GPUs; the GPU is the one the profile is
 named after. An installation may redefine a profile; a profile not in the defaults gives no GPU type.
 Other engines (Ollama, FasterWhisper, Infinity) are not vLLM and are not read.
+KubeAI's vLLM pod (internal/modelcontroller/engine_vllm.go, commit 2f32ef49) runs `--model=<url ref>
+--served-model-name=<name>` then `args`, adds `--enable-lora` when the Model has `adapters`, and mounts
+a memory-backed /dev/shm without a size limit.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     s = new_server(obj, spec, kind="Model", container="server", image=spec.str("image"))
     s.env = {k: v.text() or "" for k, v in spec.entries("env") if v.text() is not None}
     apply_tokens(s, tokens(spec.items("args")))
+    if spec.has("adapters"):
+        s.unmodelled.append(("--enable-lora", spec.loc("adapters")))
+    s.shm_bytes, s.shm_loc = 0, spec.loc()
     url = spec.str("url")
     set_model(s, model_from_uri(url), spec.loc("url"))
     if url and "model" not in s.flags:

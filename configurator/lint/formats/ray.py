@@ -14,7 +14,9 @@ import_path, args, runtime_env.env_vars, deployments[].ray_actor_options.num_gpu
   reported as not understood.
 Ray accelerator types (ray.util.accelerators: V100, T4, A10G, L4, L40S, A100, A100-40G, A100-80G,
 H100, H200, B200) name the GPU; else the worker groups' node selectors do. Containers of the head and
-worker group pods that run vLLM themselves are read as pods.
+worker group pods that run vLLM themselves are read as pods. KubeRay mounts a memory-backed /dev/shm
+in every Ray container, its size limit the container's memory limit, unlimited without one
+(ray-operator/controllers/ray/common/pod.go, addEmptyDir of SharedMemoryVolumeMountPath).
 """
 
 from __future__ import annotations
@@ -80,6 +82,10 @@ def _finish(s: Server, gpu_pod: Node | None, accelerator: Node | None) -> None:
     pp = int(s.flags.get("pipeline_parallel_size") or 1)
     if s.gpu_count is None:
         set_gpu_count(s, tp * pp, s.loc)
+    if gpu_pod is not None and s.shm_bytes is None:
+        c = next(iter(gpu_pod.mappings("containers")), None)  # the Ray container is the first
+        s.shm_bytes = (c.quantity("resources", "limits", "memory") if c is not None else None) or 0
+        s.shm_loc = c.loc() if c is not None else gpu_pod.loc()
     name = accelerator.str() if accelerator is not None else None
     if not (name and set_gpu_name(s, ACCELERATORS.get(name.upper(), name), accelerator.loc())) and gpu_pod is not None:
         pod_scheduling(s, gpu_pod)
