@@ -268,3 +268,23 @@ def test_kaito_chooses_data_or_tensor_parallelism_as_kaito_does(preset, sku, wan
 def test_kuberay_shm_is_the_ray_containers_memory_limit():
     servers, _ = run(RAY_SERVE.replace("limits: {nvidia.com/gpu: 4}", "limits: {nvidia.com/gpu: 4, memory: 32Gi}"))
     assert [s.shm_bytes for s in servers] == [32 << 30]
+
+
+def test_ray_job_entrypoint_running_vllm():
+    text = """\
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: j}
+spec:
+  entrypoint: vllm serve facebook/opt-13b --tensor-parallel-size 2 --distributed-executor-backend ray
+  rayClusterSpec:
+    workerGroupSpecs:
+      - template:
+          spec:
+            nodeSelector: {nvidia.com/gpu.product: NVIDIA-L4}
+            containers: [{name: w, image: rayproject/ray:2.43.0, resources: {limits: {nvidia.com/gpu: 2}}}]
+"""
+    [s], nu = run(text)
+    assert (s.flags["model"], s.gpu_count, gpu(s), s.flags["tensor_parallel_size"]) == ("facebook/opt-13b", 2, "l4", 2)
+    assert nu == []
+    assert s.flag_locs["tensor_parallel_size"].column > s.flag_locs["model"].column  # each token at its column

@@ -1,4 +1,5 @@
-"""KubeRay `RayService` and `RayCluster` (ray.io/v1): vLLM run by Ray Serve applications, or by a
+"""KubeRay `RayService`, `RayCluster` and `RayJob` (ray.io/v1): vLLM run by Ray Serve applications, by
+a RayJob's `entrypoint` (`vllm serve ...` submitted to the cluster of `spec.rayClusterSpec`), or by a
 container of the cluster's pods.
 
 RayService.spec.serveConfigV2 is a Ray Serve config (YAML in a string): `applications[].{name,
@@ -23,7 +24,15 @@ from __future__ import annotations
 
 import math
 
-from configurator.lint.extract import Inputs, Server, Token, apply_tokens, pod_scheduling, pod_servers
+from configurator.lint.extract import (
+    Inputs,
+    Server,
+    Token,
+    apply_tokens,
+    pod_scheduling,
+    pod_servers,
+    shell_tokens,
+)
 from configurator.lint.formats import mentions_vllm, register
 from configurator.lint.formats._common import apply_kwargs, new_server, set_gpu_count, set_gpu_name, set_model
 from configurator.lint.load import Document, parse_text
@@ -38,7 +47,8 @@ SAMPLE_ENV = (("MODEL_ID", "--model"), ("TENSOR_PARALLELISM", "--tensor-parallel
 
 
 def recognise(obj: Node) -> bool:
-    return obj.str("kind") in ("RayService", "RayCluster") and (obj.str("apiVersion") or "").startswith("ray.io/")
+    return obj.str("kind") in ("RayService", "RayCluster", "RayJob") and (obj.str("apiVersion") or "").startswith(
+        "ray.io/")
 
 
 def _serve_config(spec: Node) -> Node | None:
@@ -61,7 +71,7 @@ def _serve_config(spec: Node) -> Node | None:
 
 
 def _pods(spec: Node) -> list[Node]:
-    cluster = spec.mapping("rayClusterConfig") or spec
+    cluster = spec.mapping("rayClusterConfig") or spec.mapping("rayClusterSpec") or spec
     pods = [cluster.mapping("headGroupSpec", "template", "spec")]
     pods += [g.mapping("template", "spec") for g in cluster.mappings("workerGroupSpecs")]
     return [p for p in pods if p is not None]
@@ -128,6 +138,21 @@ def _custom_app(obj: Node, app: Node, gpu_pod: Node | None) -> Server | None:
     return s
 
 
+def _entrypoint(obj: Node, spec: Node, gpu_pod: Node | None) -> Server | None:
+    """A RayJob whose entrypoint runs a vLLM server (its last `vllm serve` / `vllm.entrypoints` command)."""
+    text = spec.str("entrypoint", max_chars=MAX_CONFIG_CHARS)
+    if not text:
+        return None
+    path = (*spec.path, "entrypoint")
+    argv = shell_tokens(text, spec.loc("entrypoint"), spec.doc.style(path))
+    if argv is None:
+        return None
+    s = new_server(obj, spec.at("entrypoint"), kind="RayJob", container="entrypoint")
+    apply_tokens(s, argv)
+    _finish(s, gpu_pod, None)
+    return s
+
+
 def extract(obj: Node, inputs: Inputs) -> list[Server]:
     spec = obj.mapping("spec")
     if spec is None:
@@ -137,6 +162,9 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     out: list[Server] = []
     for pod in pods:
         out += pod_servers(obj, pod, inputs, kind=kind)
+    if kind == "RayJob":
+        entry = _entrypoint(obj, spec, _gpu_pod(pods))
+        return out + ([entry] if entry is not None else [])
     cfg = _serve_config(spec) if kind == "RayService" else None
     if cfg is None:
         return out
