@@ -2,7 +2,6 @@
 raw templates and files with unfilled placeholders are never a parse error."""
 
 import os
-import shutil
 import stat
 import sys
 from pathlib import Path
@@ -14,9 +13,9 @@ from configurator.cli.main import cli
 from configurator.lint.engine import Options, evaluate
 from configurator.lint.render import RULE, Tools, has_placeholders, load_paths
 from tests.conftest import ROOT
+from tests.emit_support import tools
 
 CHART = ROOT / "charts" / "vllm"
-REAL_TOOLS = ROOT / ".tools"
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -172,14 +171,20 @@ def test_check_this_repositorys_chart_exits_0(tmp_path, monkeypatch):
     assert f"info {RULE}" in result.output and "parse-error" not in result.output
 
 
-@pytest.mark.skipif(not (REAL_TOOLS / "helm").exists() and shutil.which("helm") is None,
-                    reason="helm not installed (bash scripts/install-tools.sh)")
 def test_real_helm_renders_this_repositorys_chart(tmp_path):
-    helm = shutil.which("helm") or str(REAL_TOOLS / "helm")
+    real = tools()  # the pinned helm and kubectl (scripts/install-tools.sh), as the chart tests use
     values = tmp_path / "v.yaml"
     values.write_text("model:\n  name: Qwen/Qwen2.5-7B-Instruct\n")
-    docs, problems = load_paths([str(CHART)], values=(str(values),), tools=Tools(helm, None))
+    docs, problems = load_paths([str(CHART)], values=(str(values),), tools=Tools(real.helm, None))
     assert problems == []
     assert "Deployment" in {d.data.get("kind") for d in docs}
     report = evaluate(docs, problems, Options(gpu="l4"))
     assert [s.model for s in report.servers] == ["Qwen/Qwen2.5-7B-Instruct"]
+
+
+def test_real_kubectl_builds_a_kustomization(tmp_path):
+    real = tools()
+    (tmp_path / "kustomization.yaml").write_text("resources: [deploy.yaml]\nnamePrefix: team-\n")
+    (tmp_path / "deploy.yaml").write_text(RENDERED.split("---\n")[2].split("\n", 1)[1])
+    docs, problems = load_paths([str(tmp_path)], tools=Tools(None, real.kubectl))
+    assert problems == [] and [d.data["metadata"]["name"] for d in docs] == ["team-release"]
