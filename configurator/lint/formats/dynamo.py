@@ -1,10 +1,12 @@
-"""NVIDIA Dynamo `DynamoGraphDeployment` (nvidia.com/v1alpha1): one vLLM server per worker service
-that runs `dynamo.vllm`.
+"""NVIDIA Dynamo `DynamoGraphDeployment`: one vLLM server per worker that runs `dynamo.vllm`.
 
-Keys from Dynamo's CRD and examples (examples/backends/vllm/deploy/*.yaml): spec.services.<name>.{
-componentType (frontend | worker | ...), subComponentType (prefill | decode), replicas,
-resources.{limits, requests}.gpu, extraPodSpec.{mainContainer.{image, command, args, env},
-nodeSelector, affinity, volumes}}. `python3 -m dynamo.vllm` takes vLLM's engine options plus its own
+Keys from Dynamo's CRDs and examples (examples/backends/vllm/deploy/*.yaml and v1beta1/*.yaml):
+- nvidia.com/v1alpha1: spec.services.<name>.{componentType (frontend | worker | ...),
+  subComponentType (prefill | decode), replicas, resources.{limits, requests}.gpu,
+  extraPodSpec.{mainContainer.{image, command, args, env}, nodeSelector, affinity, volumes}};
+- nvidia.com/v1beta1: spec.components[].{name, type, replicas, podTemplate.spec} (a pod spec whose
+  `main` container runs `dynamo.vllm`, GPUs in its resources).
+`python3 -m dynamo.vllm` takes vLLM's engine options plus its own
 (components/backends/vllm/src/dynamo/vllm/args.py: --is-prefill-worker, --is-decode-worker,
 --migration-limit, --dynamo-port-min, --dynamo-port-max, --connector, --disaggregation-mode,
 --endpoint), which are taken out before the rest is read as vLLM's command line.
@@ -63,6 +65,10 @@ def _server(obj: Node, name: str, svc: Node) -> Server | None:
     c = pod.mapping("mainContainer") if pod is not None else None
     if c is None:
         return None
+    return _container_server(obj, name, pod, c, svc)
+
+
+def _container_server(obj: Node, name: str, pod: Node, c: Node, svc: Node | None) -> Server | None:
     command = tokens(c.items("command"))
     argv = tokens(c.items("args"))
     if not any("dynamo.vllm" in t.text for t in command + argv):
@@ -75,14 +81,22 @@ def _server(obj: Node, name: str, svc: Node) -> Server | None:
     pod_scheduling(s, pod)
     container_facts(s, pod, c)
     for section in ("limits", "requests"):
-        if s.gpu_count is None and svc.at("resources", section, "gpu").value is not None:
+        if svc is not None and s.gpu_count is None and svc.at("resources", section, "gpu").value is not None:
             set_gpu_count(s, svc.int("resources", section, "gpu", hi=MAX_GPUS), svc.loc("resources", section, "gpu"))
     return s
 
 
 def extract(obj: Node, inputs: Inputs) -> list[Server]:
     out = []
-    for name, svc in obj.entries("spec", "services"):
+    for comp in obj.mappings("spec", "components"):  # v1beta1
+        pod = comp.mapping("podTemplate", "spec")
+        if pod is None or (comp.str("type") or "worker") == "frontend":
+            continue
+        for c in pod.mappings("containers"):
+            s = _container_server(obj, comp.name("name") or str(comp.path[-1]), pod, c, None)
+            if s is not None:
+                out.append(s)
+    for name, svc in obj.entries("spec", "services"):  # v1alpha1
         if isinstance(svc.value, dict) and (svc.str("componentType") or "worker") != "frontend":
             s = _server(obj, name, svc)
             if s is not None:
