@@ -222,6 +222,8 @@ def load_paths(paths: list[str], stdin: str | None = None, *, values: tuple[str,
         path = Path(raw)
         if not path.exists():
             raise FileNotFoundError(raw)
+        if skip(path):  # ignored by the configuration even when named (pre-commit names every file)
+            continue
         chart = chart_root(path)
         if chart is not None:  # a chart, or a file or folder inside one: the chart is rendered once
             charts.append(chart)

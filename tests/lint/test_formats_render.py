@@ -188,3 +188,13 @@ def test_real_kubectl_builds_a_kustomization(tmp_path):
     (tmp_path / "deploy.yaml").write_text(RENDERED.split("---\n")[2].split("\n", 1)[1])
     docs, problems = load_paths([str(tmp_path)], tools=Tools(None, real.kubectl))
     assert problems == [] and [d.data["metadata"]["name"] for d in docs] == ["team-release"]
+
+
+def test_skip_applies_to_named_files_and_walked_folders(tmp_path):
+    (tmp_path / "keep.yaml").write_text("a: 1\n")
+    (tmp_path / "drop").mkdir()
+    (tmp_path / "drop" / "x.yaml").write_text("a: [\n")
+    (tmp_path / "named.yaml").write_text("a: [\n")
+    skip = lambda p: p.name in ("drop", "named.yaml")  # noqa: E731
+    docs, problems = load_paths([str(tmp_path), str(tmp_path / "named.yaml")], tools=Tools(None, None), skip=skip)
+    assert [Path(d.file).name for d in docs] == ["keep.yaml"] and problems == []
