@@ -1,23 +1,38 @@
-"""Throughput of `check` on 2,000 generated manifests, next to yamllint on the same files in the same run,
-and the cold start of `check` on one file next to `python -c pass`.
+"""`check` on 2,000 generated manifests next to only parsing them with PyYAML's C loader (the floor any
+YAML linter pays), measured in the same run; yamllint and the cold start of `check` for information.
 
-Usage: python benchmarks/check_speed.py [--files 2000]
-Needs yamllint (pip install yamllint). Each timing is one fresh process over the whole folder.
+Usage: python benchmarks/check_speed.py [--files 2000] [--runs 3]
+Each timing is the median of fresh processes over the whole folder. Every `check` run must exit 0 or 1
+and print a JSON report with one server per generated Deployment: a crash or an empty report is never
+"fast" (exit 2). Exits 1 when `check` takes more than 2.5x the parse-only floor (issue 10, item 8).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from _timing import median_process, tool_command
 
+TARGET_RATIO = 2.5
 MODELS = ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "mistralai/Mistral-7B-Instruct-v0.3",
           "openai/gpt-oss-20b", "Qwen/Qwen3.6-27B-FP8", "google/gemma-2-9b-it", "meta-llama/Llama-3.3-70B-Instruct"]
 GPUS = ["NVIDIA-L4", "NVIDIA-L40S", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]
+# The floor: read every file and build its documents with PyYAML's C loader, nothing else.
+PARSE_ONLY = """
+import pathlib, sys, yaml
+n = 0
+for p in sorted(pathlib.Path(sys.argv[1]).rglob("*.yaml")):
+    n += sum(1 for _ in yaml.load_all(p.read_bytes(), Loader=yaml.CSafeLoader))
+print(n)
+"""
 
 
 def manifest(i: int) -> str:
@@ -74,30 +89,63 @@ spec:
 """
 
 
-def _time(cmd: list[str], runs: int = 1) -> float:
-    return median_process(cmd, runs)
+def _run(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, check=False)
+    return time.perf_counter() - t0, done
+
+
+def _check_ok(done: subprocess.CompletedProcess, files: int) -> str | None:
+    """Why a `check` run's result is not a real result (None when it is)."""
+    if done.returncode not in (0, 1):
+        return f"exit status {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}"
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        return f"output is not a JSON report: {done.stdout[:200]!r}"
+    if len(report.get("servers", [])) != files or report.get("files") != files:
+        return f"{len(report.get('servers', []))} servers in {report.get('files')} files, want {files} in {files}"
+    return None
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--files", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     tool = tool_command()
     with tempfile.TemporaryDirectory() as d:
         folder = Path(d)
         for i in range(a.files):
             (folder / f"m{i:05d}.yaml").write_text(manifest(i))
-        check = _time([*tool, "check", str(folder), "--format", "json"])
+        check_times, parse_times = [], []
+        for _ in range(a.runs):  # interleaved, so both see the same machine load
+            t, done = _run([*tool, "check", str(folder), "--format", "json"])
+            problem = _check_ok(done, a.files)
+            if problem:
+                print(f"check did not produce a real result ({problem}): not timed")
+                return 2
+            check_times.append(t)
+            t, done = _run([sys.executable, "-c", PARSE_ONLY, str(folder)])
+            if done.returncode != 0 or done.stdout.strip() != str(2 * a.files).encode():
+                print(f"the parse-only baseline failed: {done.stderr.decode(errors='replace')[-300:]}")
+                return 2
+            parse_times.append(t)
+        check, parse = statistics.median(check_times), statistics.median(parse_times)
         yl = shutil.which("yamllint")
-        ylint = _time([yl or "yamllint", "-d", "relaxed", str(folder)]) if yl else float("nan")
-        cold = _time([*tool, "check", str(folder / "m00000.yaml")], runs=5)
-        floor = _time([sys.executable, "-c", "pass"], runs=5)
-    print(f"{a.files} manifests ({a.files} Deployments + {a.files} Services):")
-    print(f"  vllm-configurator check: {check:6.2f} s  ({a.files / check:6.0f} files/s)")
-    print(f"  yamllint (relaxed):      {ylint:6.2f} s  ({a.files / ylint:6.0f} files/s)  -> check is "
-          f"{ylint / check:.1f}x yamllint's speed")
+        ylint = median_process([yl, "-d", "relaxed", str(folder)], 1) if yl else float("nan")
+        cold = median_process([*tool, "check", str(folder / "m00000.yaml")], 5)
+        floor = median_process([sys.executable, "-c", "pass"], 5)
+    ratio = check / parse
+    print(f"{a.files} manifests ({a.files} Deployments + {a.files} Services), median of {a.runs} fresh processes:")
+    print(f"  vllm-configurator check:        {check:6.2f} s  ({a.files / check:6.0f} files/s)")
+    print(f"  parse only (PyYAML C loader):   {parse:6.2f} s  ({a.files / parse:6.0f} files/s)")
+    print(f"  yamllint (relaxed), 1 run:      {ylint:6.2f} s" + ("" if yl else "  (not installed)"))
+    print(f"check / parse-only: {ratio:.2f}x (target <= {TARGET_RATIO}x)")
     print(f"cold start, check on one file: {cold * 1000:.0f} ms (python -c pass: {floor * 1000:.0f} ms)")
-    return 0
+    ok = ratio <= TARGET_RATIO
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

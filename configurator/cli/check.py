@@ -47,16 +47,20 @@ def _config(path: str | None):
               show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report to FILE.")
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
-def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, fmt, output, strict) -> None:
+@click.option("--values", "values", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Values file for the Helm charts among PATHS (repeatable; default: the charts' own).")
+def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, fmt, output, strict, values) -> None:
     """Lint Kubernetes manifests, Helm output (`helm template ... | vllm-configurator check -`) and
     production-stack values against vLLM's memory budget and flags.
 
-    PATHS are files, folders (searched for *.yaml, *.yml, *.json) or `-` for standard input.
+    PATHS are files, folders (searched for *.yaml, *.yml, *.json) or `-` for standard input; a folder
+    with a Chart.yaml is rendered with `helm template`, one with a kustomization.yaml with `kubectl
+    kustomize`, when those are on PATH.
     Exit 0 when clean or warnings only, 1 with an error finding (or a warning under --strict), 2 for
     usage errors.
     """
     from configurator.lint.engine import Options, evaluate
-    from configurator.lint.load import load
+    from configurator.lint.render import load_paths
 
     cfg = _config(config_path)
     stdin = None
@@ -68,7 +72,7 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, fmt
 
         stdin = read_stdin(cap=MAX_FILE_BYTES, what="standard input")  # bounded: /dev/zero stops at the cap
     try:
-        docs, problems = load(list(paths), stdin)
+        docs, problems = load_paths(list(paths), stdin, values=tuple(values))
     except FileNotFoundError as e:
         raise InputError(f"{e.args[0]}: no such file or folder") from None
     opts = Options(gpu=gpu or cfg.gpu, workload=workload or cfg.workload,

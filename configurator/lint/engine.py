@@ -173,8 +173,10 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     servers: list[ServerReport] = []
     severities = opts.severities or {}
     for p in problems:
-        if severities.get("parse-error") != "off":
-            findings.append(Finding(rule="parse-error", severity=severities.get("parse-error", "error"),
+        rule = getattr(p, "rule", "parse-error")  # render.RenderNote: template-not-rendered (info)
+        if severities.get(rule) != "off":
+            default = "error" if rule == "parse-error" else "info"
+            findings.append(Finding(rule=rule, severity=severities.get(rule, default),
                                     message=p.message, file=p.loc.file, line=p.loc.line, column=p.loc.column))
     workload = load_workload(opts.workload) if opts.workload else None
     models: dict = {}

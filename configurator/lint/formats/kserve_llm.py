@@ -1,0 +1,154 @@
+"""KServe InferenceServices that serve an LLM through a runtime rather than a vLLM container of their
+own: the Hugging Face runtime (`modelFormat: huggingface`, or a `kserve/huggingfaceserver` container)
+and the vLLM runtime (`modelFormat: vLLM`); and ServingRuntimes whose vLLM command takes its model from
+the InferenceService (`vllm serve ${MODEL}`), which are reported as such instead of read as a server.
+
+The Hugging Face runtime (python/huggingfaceserver/huggingfaceserver/__main__.py) serves with vLLM
+when `--backend` is `auto` (the default) or `vllm` and vLLM supports the model; `--backend
+huggingface` (or the older `--disable_vllm`) does not run vLLM. Its own options (`--model_id`,
+`--model_dir`, `--backend`, `--task`, ...) are not vLLM's and are taken out before the rest is read as
+vLLM's command line; the model is `--model_id`, else the Hugging Face id of an `hf://` storageUri, else
+`--model_dir`. The vLLM runtime (config/runtimes/kserve-vllmserver.yaml) runs `vllm serve ${MODEL}
+... $@`, the model being the storageUri's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from configurator.lint.extract import (
+    Inputs,
+    Server,
+    Token,
+    apply_tokens,
+    container_env,
+    container_facts,
+    container_server,
+    pod_scheduling,
+    pod_servers,
+)
+from configurator.lint.formats import register
+from configurator.lint.formats._common import model_from_uri, new_server, set_model, tokens
+from configurator.lint.shape import Node
+
+RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
+_MODEL = re.compile(r"^[\w./:@+-]+$")  # a Hugging Face id or a path; not `${MODEL}` or shell syntax
+HF_IMAGE = "huggingfaceserver"
+# Options of the Hugging Face runtime and of KServe's model server, not vLLM's (huggingfaceserver
+# __main__.py and kserve/model_server.py): (takes a value?)
+HF_OPTIONS = {
+    "--model_name": True, "--model_dir": True, "--model_id": True, "--model_revision": True,
+    "--tokenizer_revision": True, "--max_length": True, "--tensor_input_names": True, "--backend": True,
+    "--task": True, "--predictor_protocol": True, "--predictor_host": True, "--http_port": True,
+    "--grpc_port": True, "--workers": True, "--max_threads": True, "--max_asyncio_workers": True,
+    "--log_config_file": True, "--access_log_format": True,
+    "--disable_lower_case": False, "--disable_special_tokens": False, "--return_token_type_ids": False,
+    "--return_offsets_mapping": False, "--return_probabilities": False, "--return_raw_logits": False,
+    "--disable_vllm": False, "--enable_docs_url": False,
+}
+
+
+def _format(m: Node | None) -> str:
+    return ((m.str("modelFormat", "name") or "") if m is not None else "").lower()
+
+
+def _is_hf_container(c: Node) -> bool:
+    return HF_IMAGE in (c.str("image") or "")
+
+
+def recognise(obj: Node) -> bool:
+    kind = obj.str("kind")
+    if kind in RUNTIMES:
+        return True
+    if kind != "InferenceService":
+        return False
+    pred = obj.mapping("spec", "predictor")
+    if pred is None:
+        return False
+    return _format(pred.mapping("model")) in ("huggingface", "vllm") or any(
+        _is_hf_container(c) for c in pred.mappings("containers"))
+
+
+def _split(argv: list[Token]) -> tuple[dict[str, Token], list[Token]]:
+    """The runtime's own options (name -> value token) and the rest (vLLM's command line)."""
+    own: dict[str, Token] = {}
+    rest: list[Token] = []
+    i = 0
+    while i < len(argv):
+        t = argv[i]
+        name, eq, value = t.text.partition("=")
+        if name in HF_OPTIONS:
+            if eq:
+                own[name] = Token(value, t.loc)
+            elif HF_OPTIONS[name] and i + 1 < len(argv):
+                own[name] = argv[i + 1]
+                i += 1
+            else:
+                own[name] = Token("true", t.loc)
+        else:
+            rest.append(t)
+        i += 1
+    return own, rest
+
+
+def _runtime_server(obj: Node, pod: Node, c: Node, *, hf: bool) -> Server | None:
+    argv = tokens(c.items("args"))
+    own, rest = _split(argv) if hf else ({}, argv)
+    backend = own.get("--backend")
+    if "--disable_vllm" in own or (backend is not None and backend.text.lower() not in ("auto", "vllm")):
+        return None  # the Hugging Face backend serves it, not vLLM
+    s = new_server(obj, c, kind="InferenceService", container=c.str("name") or "kserve-container",
+                   image=c.str("image"))
+    s.env = container_env(c)
+    apply_tokens(s, rest)
+    model_id = own.get("--model_id")
+    uri = c.str("storageUri") or pod.str("model", "storageUri")
+    if model_id is not None:
+        set_model(s, model_id.text, model_id.loc)
+    elif model_from_uri(uri):
+        set_model(s, model_from_uri(uri), c.loc("storageUri") if c.has("storageUri") else c.loc())
+    elif "--model_dir" in own:
+        set_model(s, own["--model_dir"].text, own["--model_dir"].loc)
+    pod_scheduling(s, pod)
+    container_facts(s, pod, c)
+    return s
+
+
+def _runtime_servers(obj: Node, inputs: Inputs) -> list[Server]:
+    spec = obj.mapping("spec")
+    if spec is None:
+        return []
+    out = []
+    for s in pod_servers(obj, spec, inputs, kind=obj.str("kind") or "", pod_meta=obj.mapping("metadata")):
+        model = s.flags.get("model")
+        if isinstance(model, str) and _MODEL.match(model):
+            out.append(s)
+        else:
+            obj.note((*spec.path, "containers"), "the vLLM command takes its model from the InferenceService that "
+                     "uses this runtime (storageUri / MODEL_ID): it is checked there, not here")
+    return out
+
+
+def extract(obj: Node, inputs: Inputs) -> list[Server]:
+    if obj.str("kind") in RUNTIMES:
+        return _runtime_servers(obj, inputs)
+    pred = obj.mapping("spec", "predictor")
+    assert pred is not None  # recognise
+    out: list[Server] = []
+    model = pred.mapping("model")
+    fmt = _format(model)
+    if model is not None and fmt in ("huggingface", "vllm"):
+        s = _runtime_server(obj, pred, model, hf=fmt == "huggingface")
+        if s is not None:
+            out.append(s)
+    for c in pred.mappings("containers"):
+        if _is_hf_container(c):
+            s = _runtime_server(obj, pred, c, hf=True)
+        else:
+            s = container_server(obj, pred, c, inputs, kind="InferenceService", default_name=str(c.path[-1]))
+        if s is not None:
+            out.append(s)
+    return out
+
+
+register("kserve-llm-runtimes", recognise, extract, order=50)
