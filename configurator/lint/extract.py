@@ -17,8 +17,8 @@ from typing import Any
 
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
+from configurator.k8s_quantity import QuantityError, quantity_bytes
 from configurator.lint.load import Document, Loc
-from configurator.units import parse_quantity
 from configurator.vllm.flags import BY_DEST, UnknownArg, convert, parse_args
 
 POD_SPEC_PATHS = {
@@ -64,6 +64,10 @@ class Server:
     pods: int = 1  # LeaderWorkerSet group size: pods that serve one model replica
     shm_bytes: int | None = None  # memory-backed /dev/shm size (0 = mounted without a limit)
     shm_loc: Loc | None = None
+    shm_error: str | None = None  # a size limit Kubernetes refuses (the API server rejects the object)
+    raw_command: list | None = None  # the container's command / args as written (None: not set, the image's)
+    raw_args: list | None = None
+    raw_args_loc: Loc | None = None
     startup_budget_s: int | None = None  # seconds the probes allow before a kill
     probe_loc: Loc | None = None
     annotations: dict[str, str] = field(default_factory=dict)
@@ -273,7 +277,7 @@ def _container_facts(server: Server, doc: Document, pod: dict, ppath: tuple, c: 
             for i, v in enumerate(_as_list(pod.get("volumes"))):
                 ed = v.get("emptyDir") if isinstance(v, dict) and v.get("name") == m.get("name") else None
                 if isinstance(ed, dict) and ed.get("medium") == "Memory":
-                    server.shm_bytes = _quantity(ed.get("sizeLimit"), "sizeLimit")
+                    server.shm_bytes = _quantity(server, ed.get("sizeLimit"), "emptyDir sizeLimit")
                     server.shm_loc = doc.loc((*ppath, "volumes", i))
     if pod.get("hostIPC") is True:
         server.shm_bytes = 0  # the host's /dev/shm
@@ -287,14 +291,16 @@ def _container_facts(server: Server, doc: Document, pod: dict, ppath: tuple, c: 
         server.probe_loc = doc.loc((*cpath, name))
 
 
-def _quantity(value: Any, what: str) -> int:
-    """Bytes of a /dev/shm size limit; 0 (no limit, or unreadable) means the node's memory bounds it."""
+def _quantity(server: Server, value: Any, what: str) -> int | None:
+    """Bytes of a /dev/shm size limit (0: no limit, the node's memory bounds it). A value Kubernetes
+    refuses is never read as "no limit": it is kept in server.shm_error and None is returned."""
     if value is None:
         return 0
     try:
-        return parse_quantity(value, what=what)
-    except InputError:
-        return 0
+        return quantity_bytes(value, what=what)
+    except QuantityError as e:
+        server.shm_error = str(e)
+        return None
 
 
 def _annotations(data: dict, pod_meta: dict | None) -> dict[str, str]:
@@ -371,6 +377,8 @@ def extract(docs: list[Document]) -> list[Server]:
                            annotations=_annotations(data, pod_meta if isinstance(pod_meta, dict) else None))
                 env = _env(c)
                 s.env = env
+                s.raw_command, s.raw_args = c.get("command"), c.get("args")
+                s.raw_args_loc = doc.loc((*cpath, "args", 0)) if isinstance(s.raw_args, list) else None
                 tokens = _tokens(doc, cpath, c, env)
                 if tokens is None:
                     continue
@@ -434,7 +442,7 @@ def _production_stack(doc: Document, data: dict) -> list[Server]:
             s.gpu_loc = doc.loc((*p, "requestGPU"))
         # /dev/shm is mounted only when the tensorParallelSize key exists (production-stack#276)
         if "tensorParallelSize" in vc:
-            s.shm_bytes = _quantity(spec.get("shmSize", "20Gi"), "shmSize")
+            s.shm_bytes = _quantity(s, spec.get("shmSize", "20Gi"), "shmSize")
             s.shm_loc = doc.loc((*p, "shmSize")) if "shmSize" in spec else doc.loc((*p, "vllmConfig"))
         terms = spec.get("nodeSelectorTerms")
         labels: dict[str, list[str]] = {}
@@ -484,7 +492,7 @@ def _chart_values(doc: Document, data: dict) -> Server:
         s.gpu_labels = {str(gpu.get("productLabel") or "nvidia.com/gpu.product"): [str(x) for x in gpu["products"]]}
         s.gpu_labels_loc = doc.loc(("gpu", "products"))
     shm = data.get("shm") if isinstance(data.get("shm"), dict) else {}
-    s.shm_bytes = _quantity(shm.get("sizeLimit"), "shm.sizeLimit")
+    s.shm_bytes = _quantity(s, shm.get("sizeLimit"), "shm.sizeLimit")
     s.shm_loc = doc.loc(("shm",))
     startup = ((data.get("probes") or {}).get("startup") or {}) if isinstance(data.get("probes"), dict) else {}
     if startup:

@@ -184,7 +184,9 @@ def parse_tokens(tokens: list[str]) -> tuple[list[tuple[str, Any, int]], list[st
         start += 2
     out: list[tuple[str, Any, int]] = []
     unknown: list[str] = []
-    seen_model = False
+    # with an explicit --model, a bare word is never the model: it is the value of an option this table does
+    # not know (`--port 8080 --model X` gave model 8080, then X: a false duplicate-flag)
+    seen_model = any(t == "--model" or t.startswith("--model=") for t in tokens[start:])
     i = start
     while i < len(tokens):
         tok = tokens[i]

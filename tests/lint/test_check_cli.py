@@ -91,7 +91,7 @@ def test_config_file_sets_severities_and_gpu(run_cli, tmp_path):
     report = json.loads(res.stdout)
     assert not any(f["rule"] == "gpu-memory-utilization" for f in report["findings"])
     anywhere = next(s for s in report["servers"] if s["object"]["name"] == "anywhere")
-    assert anywhere["gpu"] == "l4" and anywhere["gpu_source"] == "--gpu"
+    assert anywhere["gpu"] == "l4" and anywhere["gpu_source"] == f"{cfg} gpu"
     for text, needle in (("bogus: true\n", "bogus"), ("rules: {no-such-rule: 'off'}\n", "no-such-rule")):
         cfg.write_text(text)
         bad = run_cli("check", "--config", str(cfg), str(CORPUS / "util-high.yaml"))
