@@ -17,15 +17,21 @@ MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 def _named_file_is_not_yaml(path: str, docs: list, problems: list) -> str | None:
     """Why a file named on the command line is not a manifest at all (README.md, a script), or None.
-    A named file that holds no YAML mapping or list, and is not named like one, is a usage error: the
-    user meant to check something else. A `.yaml` that does not parse stays a parse-error finding."""
-    if any(isinstance(d.data, dict | list) for d in docs):
+    A `.yaml` / `.yml` / `.json` file is always checked (one that does not parse is a parse-error finding).
+    Any other named file must hold a Kubernetes object (`kind` / `apiVersion`) or a vLLM server: prose
+    often parses as YAML (`Some *prose*: text` is a mapping), so parsing alone proves nothing."""
+    from configurator.lint.extract import extract_all
+
+    if Path(path).suffix.lower() in MANIFEST_SUFFIXES:
         return None
-    if Path(path).suffix.lower() in MANIFEST_SUFFIXES and (problems or not docs):
+    if any(isinstance(d.data, dict) and ("kind" in d.data or "apiVersion" in d.data) for d in docs):
+        return None
+    servers, not_understood = extract_all(docs)
+    if servers or not_understood:
         return None
     if problems:
         return f"{path}: not YAML or JSON ({problems[0].message}): nothing to check"
-    return f"{path}: not a YAML or JSON manifest (no mapping in it): nothing to check"
+    return f"{path}: not a Kubernetes manifest or values file (named files must be YAML or JSON manifests)"
 
 
 def _load(paths: Sequence[str], settings):

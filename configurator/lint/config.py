@@ -104,7 +104,7 @@ class Settings:
     def _spec(globs: list[str]):
         import pathspec
 
-        return pathspec.PathSpec.from_lines("gitwildmatch", globs)
+        return pathspec.GitIgnoreSpec.from_lines(globs)
 
     @cached_property
     def _ignored(self):
