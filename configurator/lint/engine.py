@@ -353,8 +353,9 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     severities = {**settings.config.severities(), **(opts.severities or {})}
     out = _Collector(severities, settings)
     servers: list[ServerReport] = []
-    for p in problems:
-        out.add("parse-error", p.message, p.loc)
+    for p in problems:  # a Problem may name its rule (render.RenderNote: template-not-rendered)
+        rule = getattr(p, "rule", "parse-error")
+        out.add(rule if rule in REGISTRY else "parse-error", p.message, p.loc)
     workload = load_workload(opts.workload) if opts.workload else None
     models: dict = {}
     catalog_cache: dict = {}

@@ -127,6 +127,13 @@ REGISTRY["parse-error"] = Rule(
     "The file is not UTF-8 YAML or JSON (binary, truncated, invalid syntax, an alias bomb, or too large), so the "
     "servers it may hold were not checked.", "Fix the file or leave it out of the paths given to check.",
     lambda ctx: iter(()))
+REGISTRY["template-not-rendered"] = Rule(
+    "template-not-rendered", "A template, not a manifest", "info",
+    "A Helm chart, a Kustomize folder, or a file with unfilled placeholders ({{ .Values.x }}, ${VAR}) is not YAML "
+    "until rendered; when it cannot be rendered here (helm or kubectl not on PATH, or rendering fails) it is "
+    "reported once, not as a parse error.", "Render it (helm template, kubectl kustomize, envsubst) and check the "
+    "output, or put helm / kubectl on PATH.",
+    lambda ctx: iter(()))
 REGISTRY["not-understood"] = Rule(
     "not-understood", "Mentions vLLM, but no server was understood", "info",
     "An object or file mentions vLLM (a vLLM image, `vllm serve`, `vllm.entrypoints`, a known serving kind) but "

@@ -211,3 +211,19 @@ def test_catalog_evaluation_is_cached_across_identical_servers():
     text = "---\n".join(deployment(SERVE, label=None, name=f"s{i}") for i in range(3))
     report = run(text)
     assert len(report.servers) == 3 and all(s.catalog is not None for s in report.servers)
+
+
+def test_a_problem_that_names_its_rule_is_reported_under_it():
+    """lint/render.py reports unrendered templates as Problems carrying rule = template-not-rendered (info)."""
+    from dataclasses import dataclass
+
+    from configurator.lint.load import Loc, Problem
+
+    @dataclass(frozen=True)
+    class Note(Problem):
+        rule: str = "template-not-rendered"
+
+    report = evaluate([], [Note(Loc("chart/templates/x.yaml", 1), "a template"),
+                           Problem(Loc("bad.yaml", 2), "not valid YAML")], Options())
+    assert [(f.rule, f.severity) for f in report.findings] == [("parse-error", "error"),
+                                                                ("template-not-rendered", "info")]
