@@ -11,12 +11,9 @@ from configurator.errors import ExitCode, InputError
 
 
 def _options(config_path: str | None, gpu: str | None):
-    from configurator.cli.check import _config
-    from configurator.lint.engine import Options
+    from configurator.cli.check import options_from_config
 
-    cfg = _config(config_path)
-    return Options(gpu=gpu or cfg.gpu, workload=cfg.workload, vllm_version=cfg.vllm_version,
-                   model_config_dirs=tuple(cfg.model_config_dirs), severities=dict(cfg.rules)), cfg
+    return options_from_config(config_path, gpu)
 
 
 @click.command("webhook")

@@ -2,35 +2,82 @@
 
 from __future__ import annotations
 
+import io
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 
 from configurator.errors import ExitCode, InputError
 
-CONFIG_FILE = ".vllm-configurator.yaml"
+FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def _config(path: str | None):
-    import yaml
-    from pydantic import ValidationError
+def _named_file_is_not_yaml(path: str, docs: list, problems: list) -> str | None:
+    """Why a file named on the command line is not a manifest at all (README.md, a script), or None.
+    A `.yaml` / `.yml` / `.json` file is always checked (one that does not parse is a parse-error finding).
+    Any other named file must hold a Kubernetes object (`kind` / `apiVersion`) or a vLLM server: prose
+    often parses as YAML (`Some *prose*: text` is a mapping), so parsing alone proves nothing."""
+    from configurator.lint.extract import extract_all
 
-    from configurator.lint.engine import LintConfig
+    if Path(path).suffix.lower() in MANIFEST_SUFFIXES:
+        return None
+    if any(isinstance(d.data, dict) and ("kind" in d.data or "apiVersion" in d.data) for d in docs):
+        return None
+    servers, not_understood = extract_all(docs)
+    if servers or not_understood:
+        return None
+    if problems:
+        return f"{path}: not YAML or JSON ({problems[0].message}): nothing to check"
+    return f"{path}: not a Kubernetes manifest or values file (named files must be YAML or JSON manifests)"
 
-    p = Path(path) if path else Path(CONFIG_FILE)
-    if not p.exists():
-        if path:
-            raise InputError(f"{path}: no such config file")
-        return LintConfig()
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        return LintConfig.model_validate(data)
-    except (yaml.YAMLError, OSError):
-        raise InputError(f"{p}: config file is not valid YAML") from None
-    except ValidationError as e:
-        first = e.errors()[0]
-        raise InputError(f"{p}: {'.'.join(str(x) for x in first['loc'])}: {first['msg']}") from None
+
+def _load(paths: Sequence[str], settings, values: tuple[str, ...] = ()):
+    from configurator.lint.render import load_paths
+    from configurator.safe_io import read_stdin
+
+    stdin = read_stdin() if "-" in paths else None  # bounded: /dev/zero stops at the cap
+    docs, problems = [], []
+    for raw in paths:
+        try:
+            d, p = load_paths([raw], stdin, values=values, skip=lambda f: settings.ignored(str(f)))
+        except FileNotFoundError as e:
+            raise InputError(f"{e.args[0]}: no such file or folder") from None
+        if raw != "-" and Path(raw).is_file():
+            why = _named_file_is_not_yaml(raw, d, p)
+            if why is not None:
+                raise InputError(why)
+        docs += d
+        problems += p
+    if settings.config.ignore_paths:
+        docs = [d for d in docs if not settings.ignored(d.file)]
+        problems = [p for p in problems if not settings.ignored(p.loc.file)]
+    return docs, problems
+
+
+def _pairs(formats: Sequence[str], outputs: Sequence[str]) -> list[tuple[str, str | None]]:
+    """`--format F --output PATH` pairs, in order. One format may go without an output (standard output);
+    `--output -` names standard output explicitly."""
+    formats = list(formats) or ["text"]
+    outputs = list(outputs)
+    if len(outputs) == len(formats):
+        pairs = [(f, None if o == "-" else o) for f, o in zip(formats, outputs, strict=True)]
+    elif len(formats) == 1 and not outputs:
+        pairs = [(formats[0], None)]
+    elif not formats[1:] and len(outputs) > 1:
+        raise InputError(f"{len(outputs)} --output paths but one --format: give a --format for each --output")
+    else:
+        raise InputError(f"{len(formats)} --format and {len(outputs)} --output: give them in pairs "
+                         "(--format sarif --output a.sarif --format junit --output b.xml; --output - for "
+                         "standard output)")
+    if sum(1 for _, o in pairs if o is None) > 1:
+        raise InputError("only one --format can go to standard output: give the others an --output")
+    paths = [o for _, o in pairs if o is not None]
+    if len(set(paths)) != len(paths):
+        raise InputError("two --format share one --output path")
+    return pairs
 
 
 @click.command("check")
@@ -42,57 +89,78 @@ def _config(path: str | None):
 @click.option("--vllm-version", "--vllm_version", "vllm_version", default=None,
               help="vLLM release assumed when an image tag does not name one.")
 @click.option("--config", "config_path", default=None,
-              help=f"Config file (default: {CONFIG_FILE} in the current folder, if present).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the report to FILE.")
+              help="Config file (default: the nearest .vllm-configurator.yaml or .yml from the first path up).")
+@click.option("--format", "formats", type=click.Choice(FORMAT_NAMES), multiple=True,
+              help="text (default), json, sarif, github or junit; repeat with --output to write several.")
+@click.option("-o", "--output", "outputs", multiple=True,
+              help="Write the report of the matching --format to FILE ('-': standard output).")
+@click.option("--force", is_flag=True, help="Replace existing --output files.")
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("--values", "values", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Values file for the Helm charts among PATHS (repeatable; default: the charts' own).")
-def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, fmt, output, strict, values) -> None:
+def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, formats, outputs, force,
+              strict, values) -> None:
     """Lint Kubernetes manifests, Helm output (`helm template ... | vllm-configurator check -`) and
     production-stack values against vLLM's memory budget and flags.
 
     PATHS are files, folders (searched for *.yaml, *.yml, *.json) or `-` for standard input; a folder
     with a Chart.yaml is rendered with `helm template`, one with a kustomization.yaml with `kubectl
     kustomize`, when those are on PATH.
+    Several reports in one run: `--format sarif --output a.sarif --format junit --output b.xml`.
     Exit 0 when clean or warnings only, 1 with an error finding (or a warning under --strict), 2 for
     usage errors.
     """
+    from configurator.lint.config import settings_for
     from configurator.lint.engine import Options, evaluate
-    from configurator.lint.render import load_paths
 
-    cfg = _config(config_path)
-    stdin = None
-    if "-" in paths:
-        if sys.stdin.isatty():
-            raise InputError("reading manifests from standard input, but it is a terminal: pipe them in")
-        from configurator.lint.load import MAX_FILE_BYTES
-        from configurator.safe_io import read_stdin
-
-        stdin = read_stdin(cap=MAX_FILE_BYTES, what="standard input")  # bounded: /dev/zero stops at the cap
-    try:
-        docs, problems = load_paths(list(paths), stdin, values=tuple(values))
-    except FileNotFoundError as e:
-        raise InputError(f"{e.args[0]}: no such file or folder") from None
-    opts = Options(gpu=gpu or cfg.gpu, workload=workload or cfg.workload,
-                   vllm_version=vllm_version or cfg.vllm_version,
-                   model_config_dirs=tuple(model_config) + tuple(cfg.model_config_dirs), severities=dict(cfg.rules))
-    finish(evaluate(docs, problems, opts), fmt, output, strict or cfg.strict)
+    pairs = _pairs(formats, outputs)
+    settings = settings_for(list(paths), config_path)
+    cfg = settings.config
+    for name in (gpu, settings.default_gpu(), *((cfg.gpu or {}).values() if isinstance(cfg.gpu, dict) else ())):
+        if name:
+            _known_gpu(name)
+    docs, problems = _load(paths, settings, tuple(values))
+    opts = Options(gpu=gpu, workload=workload or cfg.workload, vllm_version=vllm_version or cfg.vllm_version,
+                   model_config_dirs=tuple(model_config), settings=settings)
+    write_reports(evaluate(docs, problems, opts), pairs, strict or cfg.strict, force=force, inputs=tuple(paths))
 
 
-def finish(report, fmt: str, output: str | None, strict: bool) -> None:
-    """Render a CheckReport (to --output or stdout) and exit as `check` does (shared with `audit`)."""
+def options_from_config(config_path: str | None, gpu: str | None, targets: Sequence[str] = ()):
+    """(Options, LintConfig) from --config (or the nearest config file above `targets` / the current folder)
+    and --gpu, for the commands that evaluate like `check` (webhook, review, audit)."""
+    from configurator.lint.config import settings_for
+    from configurator.lint.engine import Options
+
+    settings = settings_for(list(targets), config_path)
+    cfg = settings.config
+    return Options(gpu=gpu, workload=cfg.workload, vllm_version=cfg.vllm_version, settings=settings), cfg
+
+
+def _known_gpu(name: str) -> None:
+    from configurator.hardware.catalog import find_gpu
+
+    find_gpu(name)  # NotFoundError (exit 2) with the nearest names
+
+
+def write_reports(report, pairs: Sequence[tuple[str, str | None]], strict: bool, *, force: bool = False,
+                  inputs: tuple[str, ...] = ()) -> None:
+    """Render a CheckReport in each (format, path) pair (None: stdout), then exit as `check` does. Files are
+    written with safe_io.write_output: never over an existing file without --force, never onto an input."""
     from configurator.report.check_formats import FORMATS
+    from configurator.safe_io import write_output
 
-    if output:
-        try:
-            with open(output, "w", encoding="utf-8") as f:
-                FORMATS[fmt](report, f)
-        except OSError as e:
-            raise InputError(f"{output}: cannot write ({e.strerror})") from None
-    else:
-        FORMATS[fmt](report, sys.stdout)
+    for fmt, path in pairs:
+        if path is None:
+            FORMATS[fmt](report, sys.stdout)
+            continue
+        buf = io.StringIO()
+        FORMATS[fmt](report, buf)
+        write_output(path, buf.getvalue(), force=force, inputs=inputs)
     worst = report.worst()
     failed = worst == "error" or (worst == "warning" and strict)
     sys.exit(int(ExitCode.FAIL if failed else ExitCode.OK))
+
+
+def finish(report, fmt: str, output: str | None, strict: bool, *, force: bool = False) -> None:
+    """Render one report (to `output` or stdout) and exit as `check` does (kept for `audit`)."""
+    write_reports(report, [(fmt, output)], strict, force=force)

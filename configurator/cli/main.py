@@ -43,6 +43,7 @@ def _register() -> None:
     from configurator.cli.estimate import estimate_cmd
     from configurator.cli.gpus import gpus_cmd
     from configurator.cli.plan import plan_cmd
+    from configurator.cli.rules import rules_cmd
 
     cli.add_command(estimate_cmd)
     cli.add_command(calibrate_cmd)
@@ -52,6 +53,7 @@ def _register() -> None:
     cli.add_command(webhook_cmd)
     cli.add_command(audit_cmd)
     cli.add_command(gpus_cmd)
+    cli.add_command(rules_cmd)
 
 
 _register()

@@ -1,58 +1,53 @@
 """load -> extract -> evaluate: the one pipeline the CLI, the webhook and `audit` call.
 
-The engine resolves each server's model, GPU and release, runs `estimate` on its flags, runs every
-enabled rule, and attaches rule id, severity, object and location to each hit. Findings are
-immutable once made; suppressions (annotations, config) are applied here, not in the rules.
+The engine resolves each server's model, GPU and release, runs `estimate` on its flags (or, with no
+GPU type, against the GPU catalog), runs every enabled rule, and attaches rule id, severity, object
+and location to each hit. Findings are immutable once made; suppressions (annotations, config) are
+applied here, not in the rules, and a suppressed finding is kept with its reason, not dropped.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from configurator.errors import ConfiguratorError, InputError
 from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
 from configurator.hardware.labels import gpu_from_labels
+from configurator.lint.config import LintConfig, Settings
 from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all
 from configurator.lint.load import Document, Problem
-from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, Context, Severity
-from configurator.model.resolve import load_local, resolve_model
+from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
 
-IGNORE_ANNOTATION = ANNOTATION_PREFIX + "ignore"
+IGNORE_ANNOTATION = ANNOTATION_PREFIX + "ignore"  # "rule-a,rule-b" or "all" (no reason)
+IGNORE_ALL_ANNOTATION = ANNOTATION_PREFIX + "ignore-all"  # "<reason>"
+IGNORE_CHECK_PREFIX = "ignore-check.vllm-configurator.io/"  # ignore-check.vllm-configurator.io/<rule>: "<reason>"
 GPU_ANNOTATION = ANNOTATION_PREFIX + "gpu"
 USED_ANNOTATION = ANNOTATION_PREFIX + "gpu-memory-used"
 
-
-class LintConfig(BaseModel):
-    """`.vllm-configurator.yaml` (schemas/lint-config.schema.json)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rules: dict[str, Literal["off", "error", "warning", "info"]] = Field(
-        default_factory=dict, description="per-rule severity, or off")
-    gpu: str | None = Field(None, description="GPU assumed when a manifest does not say")
-    workload: str | None = Field(None, description="workload whose target concurrency to check")
-    vllm_version: str | None = Field(None, description="release assumed when the image tag does not say")
-    model_config_dirs: list[str] = Field(default_factory=list, description="folders of local config.json files")
-    strict: bool = Field(False, description="warnings fail the run too")
-
-    @field_validator("rules")
-    @classmethod
-    def _known_rules(cls, v: dict) -> dict:
-        unknown = sorted(set(v) - set(REGISTRY))
-        if unknown:
-            raise ValueError(f"unknown rule id(s) {', '.join(unknown)} (see docs/rules.md)")
-        return v
+__all__ = ["CheckReport", "Finding", "LintConfig", "ObjectRef", "Options", "ServerReport", "Suppression", "evaluate"]
 
 
 class ObjectRef(BaseModel):
     kind: str
     namespace: str | None = None
     name: str
+
+
+class Suppression(BaseModel):
+    """Why a finding is not counted (SARIF `suppressions`): an annotation on the object (inSource) or
+    the config file (external)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: Literal["inSource", "external"]
+    justification: str
+    source: str = Field(description="the annotation key or config setting that suppressed it")
 
 
 class Finding(BaseModel):
@@ -66,6 +61,16 @@ class Finding(BaseModel):
     column: int = 1
     object: ObjectRef | None = None
     container: str | None = None
+    suppression: Suppression | None = None
+
+
+class CatalogReport(BaseModel):
+    """A server with no GPU type, evaluated on every catalog GPU at its flags."""
+
+    needs_bytes_per_gpu: int | None = Field(description="GPU memory (CUDA total) one GPU needs at these flags")
+    fits: list[str]
+    at_risk: list[str]
+    refused: list[str]
 
 
 class ServerReport(BaseModel):
@@ -78,19 +83,36 @@ class ServerReport(BaseModel):
     gpu_source: str
     gpu_count: int | None
     vllm_version: str
+    vllm_version_source: str = Field("", description="where the release came from (image tag, --vllm-version, ...)")
     flags: dict[str, Any]
-    verdict: Literal["fits", "refused", "not-checked"]
+    verdict: Literal["fits", "at-risk", "refused", "not-checked"]
     kv_cache_bytes: int | None = None
+    kv_cache_bytes_low: int | None = None
+    kv_cache_bytes_high: int | None = None
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
+    catalog: CatalogReport | None = None
+
+
+class Summary(BaseModel):
+    files: int = Field(description="files read")
+    servers_found: int = Field(description="vLLM servers found")
+    servers_checked: int = Field(description="servers checked against a GPU's memory budget")
+    not_understood: int = Field(description="objects that mention vLLM but yield no server the linter understood")
+    errors: int
+    warnings: int
+    info: int
+    suppressed: int = Field(description="findings silenced by an annotation or the config file")
 
 
 class CheckReport(BaseModel):
     """schemas/check-report.schema.json is generated from this."""
 
-    findings: list[Finding]
+    findings: list[Finding] = Field(description="active findings (suppressed ones are in `suppressed`)")
+    suppressed: list[Finding] = Field(default_factory=list, description="findings silenced, each with its reason")
     servers: list[ServerReport]
     files: int = Field(description="files read")
+    summary: Summary | None = None
 
     def worst(self) -> str | None:
         if not self.findings:
@@ -105,11 +127,17 @@ class Options:
     vllm_version: str | None = None
     model_config_dirs: tuple[str, ...] = ()
     severities: dict[str, str] | None = None
+    settings: Settings | None = None  # the config file: GPU map, models, per-rule paths
+    catalog: bool = True  # with no GPU type, evaluate against every catalog GPU
 
+
+# -- model, GPU, release ------------------------------------------------------------------------------
 
 def _model(name: str, dirs: tuple[str, ...], cache: dict) -> tuple[Any, str | None]:
     if name in cache:
         return cache[name]
+    from configurator.model.resolve import load_local, resolve_model
+
     result: tuple[Any, str | None]
     try:
         for d in dirs:
@@ -126,78 +154,230 @@ def _model(name: str, dirs: tuple[str, ...], cache: dict) -> tuple[Any, str | No
     return result
 
 
-def _gpu(server: Server, opts: Options) -> tuple[Any, str]:
+def _find(name: str) -> Any:
+    try:
+        return find_gpu(name)
+    except ConfiguratorError:
+        return None
+
+
+def _gpu(server: Server, opts: Options, settings: Settings) -> tuple[Any, str]:
     note = server.annotations.get(GPU_ANNOTATION)
-    if note:
-        try:
-            return find_gpu(note), f"annotation {GPU_ANNOTATION}={note}"
-        except ConfiguratorError:
-            pass
+    if note and (gpu := _find(note)) is not None:
+        return gpu, f"annotation {GPU_ANNOTATION}={note}"
     gpu, source = gpu_from_labels(server.gpu_labels)
     if gpu is not None:
         if server.gpu_resource and server.gpu_resource.startswith("nvidia.com/mig-"):
             profile = server.gpu_resource.split("mig-", 1)[1]
-            try:
-                return find_gpu(f"{gpu.name}:{profile}"), f"{source} + {server.gpu_resource}"
-            except ConfiguratorError:
-                pass
+            if (mig := _find(f"{gpu.name}:{profile}")) is not None:
+                return mig, f"{source} + {server.gpu_resource}"
         return gpu, source
-    if opts.gpu:
-        try:
-            return find_gpu(opts.gpu), "--gpu"
-        except ConfiguratorError:
-            return None, ""
+    mapped = settings.gpu_for(server.gpu_resource, server.gpu_labels)
+    if mapped is not None and (gpu := _find(mapped[0])) is not None:
+        return gpu, mapped[1]
+    if opts.gpu and (gpu := _find(opts.gpu)) is not None:
+        return gpu, "--gpu"
+    default = settings.default_gpu()
+    if default and (gpu := _find(default)) is not None:
+        return gpu, f"{settings.source or 'config'} gpu"
     return None, ""
 
 
-def _version(server: Server, opts: Options) -> str:
-    from configurator.vllm.versions import version_from_image
+_VLLM_IN_TAG = re.compile(r"vllm[-_.]?v?(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE)
+_VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2})(?:$|[-+._])")
 
-    if server.image and ":" in server.image.rsplit("/", 1)[-1]:
-        v, warn = version_from_image(server.image)
-        if not warn:
-            return v
-    return opts.vllm_version or "latest"
+
+def _image_version(image: str) -> tuple[str | None, str]:
+    """(the vLLM release an image tag names, the tag); None when it names none. `vllm/vllm-openai:v0.8.5`
+    -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None."""
+    last = image.rsplit("/", 1)[-1].split("@", 1)[0]
+    tag = last.partition(":")[2]
+    if not tag:
+        return None, "latest"
+    m = _VLLM_IN_TAG.search(tag)
+    if m is None and "vllm" in image.lower():
+        m = _VERSION_TAG.match(tag)
+    return (m.group(1) if m else None), tag
+
+
+def _release(server: Server, opts: Options) -> Release:
+    """The vLLM release a server runs and where that came from; a tag outside the modelled range or
+    naming no release is evaluated as the nearest modelled release, and the Release says so."""
+    from configurator.vllm.versions import NEWEST, OLDEST, _key, normalize
+
+    chosen = opts.vllm_version
+    image = server.image or ""
+    named, tag = _image_version(image) if image else (None, "latest")
+    if named is None and server.env.get("VLLM_VERSION"):
+        named, tag = server.env["VLLM_VERSION"], f"env VLLM_VERSION={server.env['VLLM_VERSION']}"
+    if named is None:
+        if chosen:
+            return Release(_normalize(chosen), "--vllm-version / config vllm_version")
+        if tag.startswith("latest") or not image:  # latest, latest-gpu: the newest release
+            return Release(NEWEST, f"image tag '{tag}' (the newest modelled release)")
+        return Release(NEWEST, f"image {image}", problem="unknown",
+                       message=f"image tag '{tag}' names no vLLM release: evaluated as {NEWEST}, the newest "
+                               f"modelled release, with its defaults (set --vllm-version or vllm_version in "
+                               f".vllm-configurator.yaml to choose)")
+    try:
+        key = _key(re.split(r"[+\-]", named.lower().lstrip("v"))[0])
+    except ValueError:
+        key = None
+    if key is not None and key < _key(OLDEST):
+        return Release(OLDEST, f"image {image}", problem="not-modelled",
+                       message=f"{image or tag} runs vLLM {named}, older than the oldest modelled release {OLDEST}: "
+                               f"evaluated as {OLDEST}, with its defaults")
+    if key is not None and key > _key(NEWEST):
+        return Release(NEWEST, f"image {image}", problem="not-modelled",
+                       message=f"{image or tag} runs vLLM {named}, newer than the newest modelled release {NEWEST}: "
+                               f"evaluated as {NEWEST}, with its defaults")
+    try:
+        return Release(normalize(named), f"image {image}" if image else tag)
+    except InputError:
+        return Release(NEWEST, f"image {image}", problem="unknown",
+                       message=f"image tag '{tag}' names no vLLM release: evaluated as {NEWEST}")
+
+
+def _normalize(version: str) -> str:
+    from configurator.vllm.versions import NEWEST, normalize
+
+    try:
+        return normalize(version)
+    except InputError:
+        return NEWEST
 
 
 def _estimate_flags(server: Server) -> dict[str, Any]:
     return {k: v for k, v in server.flags.items() if k != "model"}
 
 
+def _request(model: Any, gpu: Any, version: str, flags: dict, used: int = 0) -> EstimateRequest:
+    return EstimateRequest(model=model, gpu=gpu.name if gpu.name != "custom" else None,
+                           gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None,
+                           vllm_version=version, flags=flags, gpu_memory_used=used)
+
+
+def needed_bytes_per_gpu(result: Any) -> int:
+    """The GPU memory (CUDA total) vLLM needs at these flags: what is not KV, plus one request of
+    max_model_len (blocks_per_request x bytes_per_block), over gpu_memory_utilization."""
+    m, kv = result.memory, result.kv_cache
+    fixed = m.weights_bytes + m.activation_bytes + m.non_torch_bytes + m.cudagraph_bytes + m.other_bytes
+    one_request = kv.blocks_per_request * kv.bytes_per_block
+    util = float(result.flags.get("gpu_memory_utilization") or 0.9)
+    return int((fixed + one_request) / util)
+
+
+def _catalog_fit(model: Any, version: str, flags: dict, cache: dict) -> CatalogFit | None:
+    """Every catalog GPU (MIG slices aside) at these flags: which fit, which vLLM would refuse."""
+    from configurator.hardware.catalog import list_gpus
+
+    key = (getattr(model, "name", id(model)), version, repr(sorted(flags.items())))
+    if key in cache:
+        return cache[key]
+    fits, risky, refused = [], [], []
+    needs: list[tuple[int, int]] = []  # (GPU total, bytes needed) of every GPU evaluated
+    for gpu in sorted(list_gpus(), key=lambda g: g.total_bytes):
+        try:
+            r = estimate(_request(model, gpu, version, flags))
+        except InputError:
+            refused.append(gpu)
+            continue
+        v = verdict_of(r)
+        (fits if v == "fits" else risky if v == "at-risk" else refused).append(gpu)
+        if r.kv_cache.blocks_per_request > 0:
+            needs.append((gpu.total_bytes, needed_bytes_per_gpu(r)))
+    # the figure of the smallest GPU it fits on (defaults that depend on the GPU are then the ones it gets),
+    # else of the largest GPU
+    fitting = {g.total_bytes for g in fits}
+    chosen = next((n for total, n in needs if total in fitting), needs[-1][1] if needs else None)
+    out = CatalogFit(needs_bytes=chosen, fits=tuple(fits), at_risk=tuple(risky), refused=tuple(refused))
+    cache[key] = out
+    return out
+
+
+# -- suppressions -------------------------------------------------------------------------------------
+
+def _suppression(rule: str, annotations: dict[str, str]) -> Suppression | None:
+    key = IGNORE_CHECK_PREFIX + rule
+    if key in annotations:
+        return Suppression(kind="inSource", justification=annotations[key].strip() or "no reason given", source=key)
+    if IGNORE_ALL_ANNOTATION in annotations:
+        return Suppression(kind="inSource", source=IGNORE_ALL_ANNOTATION,
+                           justification=annotations[IGNORE_ALL_ANNOTATION].strip() or "no reason given")
+    listed = {x.strip() for x in annotations.get(IGNORE_ANNOTATION, "").split(",") if x.strip()}
+    if rule in listed or "all" in listed:
+        return Suppression(kind="inSource", source=IGNORE_ANNOTATION,
+                           justification=f"listed in the {IGNORE_ANNOTATION} annotation (no reason given)")
+    return None
+
+
+class _Collector:
+    """Builds findings, routing each to `findings` or `suppressed`."""
+
+    def __init__(self, severities: dict[str, str], settings: Settings):
+        self.severities = severities
+        self.settings = settings
+        self.findings: list[Finding] = []
+        self.suppressed: list[Finding] = []
+
+    def severity(self, rule: str) -> str:
+        return self.severities.get(rule, REGISTRY[rule].severity)
+
+    def add(self, rule: str, message: str, loc: Any, obj: ObjectRef | None = None, container: str | None = None,
+            annotations: dict[str, str] | None = None) -> None:
+        sev = self.severity(rule)
+        if sev == "off":
+            return
+        sup = _suppression(rule, annotations) if annotations else None
+        if sup is None:
+            why = self.settings.rule_excluded(rule, loc.file)
+            if why is not None:
+                sup = Suppression(kind="external", justification=why, source=self.settings.source or "config")
+        f = Finding(rule=rule, severity=sev, message=message, file=loc.file, line=loc.line, column=loc.column,
+                    object=obj, container=container, suppression=sup)
+        (self.suppressed if sup is not None else self.findings).append(f)
+
+
+def _order(f: Finding) -> tuple:
+    return f.file, f.line, SEVERITY_ORDER[f.severity], f.rule
+
+
+# -- the pipeline -------------------------------------------------------------------------------------
+
 def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> CheckReport:
     from configurator.units import parse_size
     from configurator.vllm.versions import behaviour
     from configurator.workloads import load_workload
 
-    findings: list[Finding] = []
+    settings = opts.settings or Settings()
+    severities = {**settings.config.severities(), **(opts.severities or {})}
+    out = _Collector(severities, settings)
     servers: list[ServerReport] = []
-    severities = opts.severities or {}
-    for p in problems:
-        rule = getattr(p, "rule", "parse-error")  # render.RenderNote: template-not-rendered (info)
-        if severities.get(rule) != "off":
-            default = "error" if rule == "parse-error" else "info"
-            findings.append(Finding(rule=rule, severity=severities.get(rule, default),
-                                    message=p.message, file=p.loc.file, line=p.loc.line, column=p.loc.column))
+    for p in problems:  # a Problem may name its rule (render.RenderNote: template-not-rendered)
+        rule = getattr(p, "rule", "parse-error")
+        out.add(rule if rule in REGISTRY else "parse-error", p.message, p.loc)
     workload = load_workload(opts.workload) if opts.workload else None
     models: dict = {}
-    servers_found, not_understood = extract_all(docs)
-    nu_severity = severities.get("not-understood", REGISTRY["not-understood"].severity)
-    for n in not_understood if nu_severity != "off" else []:
-        findings.append(Finding(rule="not-understood", severity=nu_severity, message=n.reason, file=n.loc.file,
-                                line=n.loc.line, column=n.loc.column, object=ObjectRef(kind=n.kind, name=n.name)))
-    for s in servers_found:
+    catalog_cache: dict = {}
+    found, not_understood = extract_all(docs)
+    for nu in not_understood:
+        out.add("not-understood", nu.reason, nu.loc, ObjectRef(kind=nu.kind, name=nu.name))
+    dirs = opts.model_config_dirs + tuple(settings.config.model_config_dirs)
+    for s in found:
         try:
             name = s.flags.get("model")
-            model, model_error = _model(str(name), opts.model_config_dirs, models) if name else (None, None)
+            model_id = settings.model_for(str(name)) if name is not None else None
+            model, model_error = _model(model_id, dirs, models) if model_id else (None, None)
             if name is None:
                 model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
-            gpu, gpu_source = _gpu(s, opts)
-            version = _version(s, opts)
+            gpu, gpu_source = _gpu(s, opts, settings)
+            release = _release(s, opts)
             try:
-                version = behaviour(version).version
+                version = behaviour(release.version).version
             except InputError:
                 version = behaviour("latest").version
-            result, est_error, typical = None, None, None
+            result, est_error, typical, catalog = None, None, None, None
+            flags = _estimate_flags(s)
             if model is not None and gpu is not None:
                 used = 0
                 if s.annotations.get(USED_ANNOTATION):
@@ -206,48 +386,52 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                     except InputError:
                         used = 0
                 try:
-                    result = estimate(EstimateRequest(
-                        model=model, gpu=gpu.name if gpu.name != "custom" else None,
-                        gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None,
-                        vllm_version=version, flags=_estimate_flags(s), gpu_memory_used=used))
+                    result = estimate(_request(model, gpu, version, flags, used))
                 except InputError as e:
                     est_error = str(e)
                 if result is not None and workload is not None and result.fits and result.memory.kv_cache_bytes > 0:
-                    probe = estimate(EstimateRequest(
-                        model=model, gpu=gpu.name if gpu.name != "custom" else None,
-                        gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None, vllm_version=version,
-                        flags={**_estimate_flags(s), "kv_cache_memory_bytes": result.memory.kv_cache_bytes,
-                               "max_model_len": min(workload.typical_tokens, result.flags["max_model_len"]),
-                               "max_num_seqs": result.flags["max_num_seqs"],
-                               "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
+                    probe = estimate(_request(model, gpu, version, {
+                        **flags, "kv_cache_memory_bytes": result.memory.kv_cache_bytes,
+                        "max_model_len": min(workload.typical_tokens, result.flags["max_model_len"]),
+                        "max_num_seqs": result.flags["max_num_seqs"],
+                        "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
                     typical = int(probe.kv_cache.max_concurrency)
+            elif model is not None and gpu is None and opts.catalog:
+                try:
+                    catalog = _catalog_fit(model, version, flags, catalog_cache)
+                except InputError as e:
+                    est_error = str(e)
             ctx = Context(server=s, gpu=gpu, gpu_source=gpu_source, version=version, model=model,
                           model_error=model_error, estimate=result, estimate_error=est_error, workload=workload,
-                          typical_capacity=typical)
-            ignored = {x.strip() for x in s.annotations.get(IGNORE_ANNOTATION, "").split(",") if x.strip()}
+                          typical_capacity=typical, release=release, catalog=catalog)
             obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
             for r in REGISTRY.values():
-                sev = severities.get(r.id, r.severity)
-                if sev == "off" or r.id in ignored or "all" in ignored:
+                if out.severity(r.id) == "off":
                     continue
                 for hit in r.check(ctx):
-                    loc = hit.loc or s.loc
-                    findings.append(Finding(rule=r.id, severity=sev, message=hit.message, file=loc.file, line=loc.line,
-                                            column=loc.column, object=obj, container=s.container))
-            verdict = "not-checked" if result is None else ("fits" if result.fits else "refused")
+                    out.add(r.id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations)
+            verdict = "not-checked" if result is None else verdict_of(result)
             servers.append(ServerReport(
                 file=s.file, line=s.loc.line, object=obj, container=s.container, model=str(name) if name else None,
                 gpu=gpu.name if gpu is not None else None, gpu_source=gpu_source, gpu_count=s.gpu_count,
-                vllm_version=version, flags=result.flags if result is not None else dict(s.flags), verdict=verdict,
+                vllm_version=version, vllm_version_source=release.source,
+                flags=result.flags if result is not None else dict(s.flags), verdict=verdict,
                 kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
+                kv_cache_bytes_low=getattr(result, "kv_cache_bytes_low", None) if result is not None else None,
+                kv_cache_bytes_high=getattr(result, "kv_cache_bytes_high", None) if result is not None else None,
                 kv_cache_tokens=result.kv_cache.tokens if result is not None else None,
-                max_concurrency=result.kv_cache.max_concurrency if result is not None else None))
+                max_concurrency=result.kv_cache.max_concurrency if result is not None else None,
+                catalog=CatalogReport(needs_bytes_per_gpu=catalog.needs_bytes, fits=[g.name for g in catalog.fits],
+                                      at_risk=[g.name for g in catalog.at_risk],
+                                      refused=[g.name for g in catalog.refused]) if catalog is not None else None))
         except Exception as e:  # last line of defence: one server's failure is a finding, the run goes on
-            if nu_severity != "off":
-                findings.append(Finding(rule="not-understood", severity=nu_severity, message="internal error "
-                                        f"evaluating this server ({type(e).__name__}): not checked", file=s.loc.file,
-                                        line=s.loc.line, column=s.loc.column, container=s.container,
-                                        object=ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)))
-    findings.sort(key=lambda f: (f.file, f.line, SEVERITY_ORDER[f.severity], f.rule))
+            out.add("not-understood", f"internal error evaluating this server ({type(e).__name__}): not checked",
+                    s.loc, ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name), s.container)
+    findings, suppressed = sorted(out.findings, key=_order), sorted(out.suppressed, key=_order)
     files = len({d.file for d in docs} | {p.loc.file for p in problems})
-    return CheckReport(findings=findings, servers=servers, files=files)
+    counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
+    summary = Summary(files=files, servers_found=len(servers),
+                      servers_checked=sum(1 for x in servers if x.verdict != "not-checked"),
+                      not_understood=len(not_understood), errors=counts["error"], warnings=counts["warning"],
+                      info=counts["info"], suppressed=len(suppressed))
+    return CheckReport(findings=findings, suppressed=suppressed, servers=servers, files=files, summary=summary)

@@ -20,6 +20,7 @@ from typing import Any
 
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
+from configurator.k8s_quantity import QuantityError, quantity_bytes
 from configurator.lint.load import Document, Loc
 from configurator.lint.shape import MAX_BYTES, MAX_INT, Node, ShapeNote, describe
 from configurator.vllm.flags import BY_DEST, Flag, UnknownArg, convert, parse_args
@@ -61,6 +62,10 @@ class Server:
     gpu_labels_loc: Loc | None = None
     pods: int = 1  # LeaderWorkerSet group size: pods that serve one model replica
     shm_bytes: int | None = None  # memory-backed /dev/shm size (0 = mounted without a limit)
+    shm_error: str | None = None  # a size limit Kubernetes refuses (the API server rejects the object)
+    raw_command: list | None = None  # the container's command / args as written (None: not set, the image's)
+    raw_args: list | None = None
+    raw_args_loc: Loc | None = None
     shm_loc: Loc | None = None
     startup_budget_s: int | None = None  # seconds the probes allow before a kill
     probe_loc: Loc | None = None
@@ -462,8 +467,16 @@ def container_facts(server: Server, pod: Node, c: Node) -> None:
                 continue
             ed = v.mapping("emptyDir")
             if ed is not None and ed.str("medium") == "Memory":
-                server.shm_bytes = ed.quantity("sizeLimit") or 0
                 server.shm_loc = v.loc()
+                raw = ed.at("sizeLimit").value
+                if raw is None:
+                    server.shm_bytes = 0
+                    continue
+                try:  # Kubernetes' own parser; a size it refuses is never read as "no limit"
+                    server.shm_bytes = quantity_bytes(raw if isinstance(raw, str) else str(raw), what="sizeLimit")
+                except QuantityError as e:
+                    server.shm_bytes = None
+                    server.shm_error = f"/dev/shm sizeLimit: {e}"
     if pod.bool("hostIPC") is True:
         server.shm_bytes = 0  # the host's /dev/shm
     for name in ("startupProbe", "livenessProbe"):
@@ -485,6 +498,10 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
                container=c.str("name", max_chars=253) or default_name, loc=c.loc(), object_loc=obj.loc(),
                image=c.str("image"), pods=pods, annotations=annotations(obj.mapping("metadata"), pod_meta))
     s.env = container_env(c)
+    cmd, args = c.at("command").value, c.at("args").value
+    s.raw_command = cmd if isinstance(cmd, list) else None
+    s.raw_args = args if isinstance(args, list) else None
+    s.raw_args_loc = c.at("args", 0).loc() if s.raw_args else None
     tokens = container_tokens(argv, s.env)
     if tokens is None:
         return None

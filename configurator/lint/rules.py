@@ -22,6 +22,40 @@ SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 SHM_MIN_BYTES = GiB  # NCCL's shared-memory transport between tensor-parallel ranks
 
 
+DOCS_PAGE = "docs/rules.md"  # every rule's section is DOCS_PAGE#<rule id>
+
+# The refusals that depend on the available-KV prediction: under an `at-risk` verdict (vLLM refuses only
+# somewhere inside the prediction's error band) they become one `memory-at-risk` warning, not errors.
+MEMORY_REFUSALS = ("To serve at least one request", "CUDA out of memory while loading",
+                   "No available memory for the cache blocks", "exceeds available Mamba cache blocks",
+                   "Free memory on device")
+
+
+def verdict_of(result: object) -> str:
+    """`fits`, `at-risk` or `refused` (EstimateResult.verdict; a result without one: from `fits`)."""
+    return getattr(result, "verdict", None) or ("fits" if getattr(result, "fits", False) else "refused")
+
+
+@dataclass(frozen=True)
+class Release:
+    """The vLLM release a server is evaluated as, where it came from, and what is wrong with the tag."""
+
+    version: str
+    source: str
+    problem: Literal["not-modelled", "unknown"] | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CatalogFit:
+    """A server with no GPU type, evaluated on every catalog GPU (configurator.hardware.catalog.GPU)."""
+
+    needs_bytes: int | None  # GPU memory one GPU needs at these flags
+    fits: tuple = ()
+    at_risk: tuple = ()
+    refused: tuple = ()
+
+
 @dataclass
 class Context:
     server: Server
@@ -34,14 +68,23 @@ class Context:
     estimate_error: str | None
     workload: object | None = None  # configurator.workloads.Workload
     typical_capacity: int | None = None  # concurrent typical-length requests (with a workload)
+    release: Release | None = None
+    catalog: CatalogFit | None = None  # no GPU type: the catalog GPUs it fits on and those it does not
     extra: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str | None:
+        return verdict_of(self.estimate) if self.estimate is not None else None
 
     def errors_with(self, text: str) -> list[str]:
         e = self.estimate
         return [x for x in (e.errors if e is not None else []) if text in x]
 
     def refusals(self, text: str, loc: Loc | None) -> Iterator[Hit]:
-        """One hit per vLLM refusal (from the estimate) containing `text`, at `loc`."""
+        """One hit per vLLM refusal (from the estimate) containing `text`, at `loc`; a refusal that depends
+        on the memory prediction counts only when vLLM refuses across the whole error band."""
+        if self.verdict == "at-risk" and any(m in text for m in MEMORY_REFUSALS):
+            return iter(())
         return (Hit(e, loc) for e in self.errors_with(text))
 
 
@@ -60,6 +103,10 @@ class Rule:
     remediation: str  # one sentence
     check: Callable[[Context], Iterator[Hit]]
 
+    @property
+    def docs(self) -> str:
+        return f"{DOCS_PAGE}#{self.id}"
+
 
 REGISTRY: dict[str, Rule] = {}
 
@@ -73,18 +120,26 @@ def rule(id: str, title: str, severity: Severity, description: str, remediation:
     return deco
 
 
-# parse-error is raised by the loader, not by a check; registered for its metadata.
+# parse-error and not-understood are reported by the loader and the extractor, not by a check; registered
+# for their metadata (docs, severity, SARIF rules).
 REGISTRY["parse-error"] = Rule(
     "parse-error", "File cannot be read or parsed", "error",
     "The file is not UTF-8 YAML or JSON (binary, truncated, invalid syntax, an alias bomb, or too large), so the "
     "servers it may hold were not checked.", "Fix the file or leave it out of the paths given to check.",
     lambda ctx: iter(()))
-# not-understood is raised by extraction (configurator/lint/extract.py), not by a check.
+REGISTRY["template-not-rendered"] = Rule(
+    "template-not-rendered", "A template, not a manifest", "info",
+    "A Helm chart, a Kustomize folder, or a file with unfilled placeholders ({{ .Values.x }}, ${VAR}) is not YAML "
+    "until rendered; when it cannot be rendered here (helm or kubectl not on PATH, or rendering fails) it is "
+    "reported once, not as a parse error.", "Render it (helm template, kubectl kustomize, envsubst) and check the "
+    "output, or put helm / kubectl on PATH.",
+    lambda ctx: iter(()))
 REGISTRY["not-understood"] = Rule(
-    "not-understood", "Object mentions vLLM but was not understood", "info",
-    "An object that mentions vLLM yielded no server `check` could read (an unknown kind, no vLLM container), or "
-    "holds a value of the wrong type or out of range, which was ignored: what depends on it was not checked.",
-    "Fix the value the message names (Kubernetes would reject it too), or check the rendered manifest.",
+    "not-understood", "Mentions vLLM, but no server was understood", "info",
+    "An object or file mentions vLLM (a vLLM image, `vllm serve`, `vllm.entrypoints`, a known serving kind) but "
+    "yields no server the linter could read, so nothing in it was checked. A linter that passes what it did not "
+    "understand in silence is worse than none.",
+    "Render it first (helm template, kubectl kustomize), or report the format so it can be read.",
     lambda ctx: iter(()))
 
 
@@ -202,6 +257,8 @@ def _preempt(ctx: Context) -> Iterator[Hit]:
       "Mount an emptyDir with medium: Memory at /dev/shm (sizeLimit of a few GiB).")
 def _shm(ctx: Context) -> Iterator[Hit]:
     s = ctx.server
+    if s.shm_error:
+        return  # invalid-quantity reports it; the size is unknown, not "unlimited"
     tp = int(s.flags.get("tensor_parallel_size") or 1) * int(s.flags.get("pipeline_parallel_size") or 1)
     if tp <= 1 or (s.gpu_count is not None and s.gpu_count <= 1):
         return
@@ -236,14 +293,49 @@ def _util(ctx: Context) -> Iterator[Hit]:
     yield from ctx.refusals("Free memory on device", loc)
 
 
-@rule("gpu-type-unknown", "GPU type unknown: memory not checked", "info",
-      "Without the GPU type the memory budget cannot be checked.",
+@rule("gpu-type-unknown", "GPU type unknown: judged against the GPU catalog", "info",
+      "Without the GPU type the server's memory budget cannot be checked against the GPU it will run on; it is "
+      "evaluated on every GPU of the catalog instead, and the finding lists the memory one GPU needs at these "
+      "flags, the GPUs it fits on and those vLLM would refuse it on.",
       "Select the node by a GPU label (nvidia.com/gpu.product, cloud.google.com/gke-accelerator, an instance type), "
-      "annotate the object with vllm-configurator.io/gpu, or pass --gpu.")
+      "annotate the object with vllm-configurator.io/gpu, set gpu: in .vllm-configurator.yaml, or pass --gpu.")
 def _gpu_unknown(ctx: Context) -> Iterator[Hit]:
-    if ctx.gpu is None:
-        yield Hit("no GPU type in nodeSelector, node affinity, annotations or --gpu: the memory budget was not "
-                  "checked", ctx.server.loc)
+    if ctx.gpu is not None:
+        return
+    c = ctx.catalog
+    if c is None:
+        yield Hit("no GPU type in nodeSelector, node affinity, annotations, config or --gpu: the memory budget was "
+                  "not checked", ctx.server.loc)
+        return
+    need = f"needs about {format_gib(c.needs_bytes)} GiB per GPU" if c.needs_bytes else "was evaluated"
+    parts = [f"no GPU type given; at these flags (vLLM {ctx.version}) it {need}"]
+    for label, gpus in (("fits", c.fits), ("at risk on", c.at_risk), ("refused on", c.refused)):
+        if gpus:
+            parts.append(f"{label} {_by_class(gpus)}")
+    yield Hit("; ".join(parts), ctx.server.loc)
+
+
+# Product-name marks of workstation, desktop and consumer parts (profiles/gpus/*.yaml product_names): GeForce
+# and RTX cards, and GB10 (DGX Spark, a desktop with unified memory: profiles/gpus/gb10.yaml).
+_NON_DATACENTRE_MARKS = ("GeForce", "RTX", "GB10")
+
+
+def gpu_class(gpu: object) -> str:
+    """'data-centre' or 'workstation / consumer', from the catalog's class field when it has one."""
+    explicit = getattr(gpu, "gpu_class", None) or getattr(gpu, "klass", None)
+    if explicit:
+        return str(explicit)
+    name = getattr(gpu, "product_name", "") or getattr(gpu, "display_name", "")
+    return "workstation / consumer" if any(m in name for m in _NON_DATACENTRE_MARKS) else "data-centre"
+
+
+def _by_class(gpus: tuple) -> str:
+    """'data-centre l4, a10g; workstation / consumer rtx-4090' (each group smallest first)."""
+    groups: dict[str, list[str]] = {}
+    for g in gpus:
+        groups.setdefault(gpu_class(g), []).append(g.name)
+    order = sorted(groups, key=lambda k: (k != "data-centre", k))
+    return "; ".join(f"{k} {', '.join(groups[k])}" for k in order)
 
 
 @rule("unknown-model", "Model unknown: memory not checked", "info",
@@ -280,3 +372,108 @@ def _dup(ctx: Context) -> Iterator[Hit]:
         lines = ", ".join(str(loc.line) for loc in locs)
         yield Hit(f"--{dest.replace('_', '-')} is given {len(locs)} times (lines {lines}); vLLM uses the last: "
                   f"{ctx.server.flags[dest]}", locs[-1])
+
+
+@rule("invalid-quantity", "A Kubernetes quantity Kubernetes refuses", "error",
+      "A resource quantity (here the /dev/shm emptyDir sizeLimit) that does not follow Kubernetes' quantity grammar "
+      "makes the API server reject the whole object, so nothing is deployed; the linter never reads it as "
+      "'no limit'.", "Write the size as Kubernetes does: 2Gi, 512Mi, 20G or 1e9.")
+def _bad_quantity(ctx: Context) -> Iterator[Hit]:
+    s = ctx.server
+    if s.shm_error:
+        yield Hit(s.shm_error, s.shm_loc or s.loc)
+
+
+@rule("memory-at-risk", "vLLM may refuse: the prediction's error band straddles the limit", "warning",
+      "The available KV-cache memory is predicted with an error band; here vLLM refuses at the pessimistic end "
+      "of the band and starts at the optimistic end. An error would be a false alarm as often as not, silence a "
+      "missed crash-loop.", "Give the KV cache room: lower --max-model-len or --max-num-seqs, use "
+      "--kv-cache-dtype fp8, or raise --gpu-memory-utilization; then check again.")
+def _at_risk(ctx: Context) -> Iterator[Hit]:
+    e = ctx.estimate
+    if e is None or ctx.verdict != "at-risk":
+        return
+    low = getattr(e, "kv_cache_bytes_low", None)
+    high = getattr(e, "kv_cache_bytes_high", None)
+    need = e.kv_cache.blocks_per_request * e.kv_cache.bytes_per_block
+    band = (f"between {format_gib(low)} and {format_gib(high)} GiB" if low is not None and high is not None
+            else f"about {format_gib(e.memory.kv_cache_bytes)} GiB")
+    msg = (f"the available KV-cache memory is predicted {band}; one request of max_model_len "
+           f"{e.flags['max_model_len']:,} needs {format_gib(need)} GiB: vLLM may refuse to start")
+    central = [x for x in e.errors if any(m in x for m in MEMORY_REFUSALS)]
+    if central:
+        msg += f" (at the central prediction: {central[0]})"
+    yield Hit(msg, ctx.server.flag_loc("max_model_len"))
+
+
+@rule("release-not-modelled", "The image's vLLM release is not modelled", "warning",
+      "The image runs a vLLM release outside the modelled range (older images such as v0.8.5 are common in public "
+      "samples); it is evaluated as the nearest modelled release, with that release's defaults, which may differ "
+      "from the image's own.", "Use a modelled release (see docs/vllm-versions.md), or read the verdict as an "
+      "approximation.")
+def _release_range(ctx: Context) -> Iterator[Hit]:
+    r = ctx.release
+    if r is not None and r.problem == "not-modelled":
+        yield Hit(r.message, ctx.server.loc)
+
+
+@rule("release-unknown", "The image tag names no vLLM release", "info",
+      "The image tag (a custom build, a digest, a nightly) names no vLLM release; the server is evaluated as the "
+      "newest modelled release, with its defaults.",
+      "Pin a release tag (vllm/vllm-openai:v0.X.Y), or pass --vllm-version (or vllm_version in "
+      ".vllm-configurator.yaml).")
+def _release_unknown(ctx: Context) -> Iterator[Hit]:
+    r = ctx.release
+    if r is not None and r.problem == "unknown":
+        yield Hit(r.message, ctx.server.loc)
+
+
+@rule("unknown-flag", "vLLM would reject an argument", "error",
+      "vLLM's argument parser exits at start-up on an option it does not know (\"unrecognized arguments\"); a "
+      "typo such as --max-modle-len would otherwise be ignored here and the server judged at the model's default "
+      "length, while the pod crash-loops.", "Fix the spelling (the nearest real option is named) or remove it.")
+def _unknown_flag(ctx: Context) -> Iterator[Hit]:
+    for u, loc in ctx.server.unknown:
+        msg = f"vLLM {ctx.version} exits at start-up: \"error: unrecognized arguments: {u.token}\""
+        if getattr(u, "suggestion", None):
+            msg += f"; did you mean {u.suggestion}?"
+        yield Hit(msg, loc)
+
+
+@rule("not-modelled", "An option that changes GPU memory is not modelled", "warning",
+      "The option (LoRA, speculative decoding, KV transfer, multimodal limits, ...) changes the memory vLLM needs, "
+      "but the memory model does not account for it yet, so the verdict may say 'fits' where vLLM runs out of "
+      "memory.", "Leave a margin (lower --gpu-memory-utilization's target use), or check the start-up log; the "
+      "warning goes once the option is modelled.")
+def _not_modelled(ctx: Context) -> Iterator[Hit]:
+    seen = set()
+    for option, loc in ctx.server.unmodelled:
+        if option in seen:
+            continue
+        seen.add(option)
+        yield Hit(f"{option} changes GPU memory, but the memory model leaves it out: the verdict ignores it", loc)
+
+
+# Images whose entrypoint already runs the server: vllm-project/vllm docker/Dockerfile, stage vllm-openai
+# (ENTRYPOINT ["vllm", "serve"]; before, python3 -m vllm.entrypoints.openai.api_server, which rejects a
+# leading "serve" just the same).
+_SERVE_ENTRYPOINT_IMAGES = ("vllm-openai", "vllm-openai-rocm")
+
+
+def _image_repo(image: str | None) -> str:
+    last = (image or "").rsplit("/", 1)[-1]
+    return last.split("@", 1)[0].split(":", 1)[0]
+
+
+@rule("stray-serve-arg", "`serve` given again under the image's `vllm serve` entrypoint", "error",
+      "The stock vLLM image already runs `vllm serve`; container args that start with `serve` (as `plan --emit "
+      "args` once emitted) make it run `vllm serve serve ...`, and vLLM exits with \"unrecognized arguments: "
+      "serve\".", "Drop the leading `serve` from args (start with the model), or set command: [vllm, serve].")
+def _stray_serve(ctx: Context) -> Iterator[Hit]:
+    s = ctx.server
+    raw_args = getattr(s, "raw_args", None)
+    if getattr(s, "raw_command", None) or not raw_args or str(raw_args[0]).strip() != "serve":
+        return
+    if _image_repo(s.image) in _SERVE_ENTRYPOINT_IMAGES:
+        yield Hit(f"args start with 'serve' under {s.image}, whose entrypoint is already `vllm serve`: the "
+                  f"container runs `vllm serve serve ...`", getattr(s, "raw_args_loc", None) or s.loc)

@@ -1,23 +1,49 @@
-"""Formatters of a CheckReport: text, json, sarif (2.1.0), github (workflow annotations).
+"""Formatters of a CheckReport: text, json, sarif (2.1.0), github (workflow annotations), junit (XML).
 
 Each is `render(report, stream)`; they lay out, never compute. Chosen from FORMATS by name.
+Rule documentation links are `docs/rules.md#<rule>` inside this repository, or under the base URL in
+the environment variable VLLM_CONFIGURATOR_DOCS_URL (e.g. the repository's address on a forge).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Callable
 from typing import IO
 
 from configurator import __version__
-from configurator.lint.engine import CheckReport
+from configurator.lint.engine import CheckReport, Finding
 from configurator.lint.rules import REGISTRY
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+DOCS_URL_ENV = "VLLM_CONFIGURATOR_DOCS_URL"
+
+
+def docs_link(rule: str) -> str:
+    """Where a rule is documented: docs/rules.md#<rule>, under $VLLM_CONFIGURATOR_DOCS_URL when set."""
+    base = os.environ.get(DOCS_URL_ENV, "").rstrip("/")
+    page = REGISTRY[rule].docs if rule in REGISTRY else f"docs/rules.md#{rule}"
+    return f"{base}/{page}" if base else page
+
+
+def summary_line(report: CheckReport) -> str:
+    s = report.summary
+    if s is None:  # a report built by hand
+        return f"{len(report.servers)} vLLM server(s) in {report.files} file(s)"
+    return (f"{s.files} file(s): {s.servers_found} vLLM server(s) found, {s.servers_checked} checked against the "
+            f"memory budget, {s.not_understood} not understood; {s.errors} error(s), {s.warnings} warning(s), "
+            f"{s.info} info, {s.suppressed} suppressed")
 
 
 def render_json(report: CheckReport, stream: IO[str]) -> None:
     stream.write(report.model_dump_json(indent=2) + "\n")
+
+
+def _where(f: Finding) -> tuple[str, str]:
+    obj = f" {f.object.kind}/{f.object.name}" + (f" [{f.container}]" if f.container else "") if f.object else ""
+    return f"{f.file}:{f.line}:{f.column}", obj
 
 
 def render_text(report: CheckReport, stream: IO[str]) -> None:
@@ -28,29 +54,50 @@ def render_text(report: CheckReport, stream: IO[str]) -> None:
                   force_terminal=None if stream.isatty() else False, width=120)
     style = {"error": "bold red", "warning": "yellow", "info": "cyan"}
     for f in report.findings:
-        where = f"{f.file}:{f.line}:{f.column}"
-        obj = f" {f.object.kind}/{f.object.name}" + (f" [{f.container}]" if f.container else "") if f.object else ""
+        where, obj = _where(f)
         line = Text(f"{where}: ")
         line.append(f"{f.severity} ", style=style[f.severity])
         line.append(f"{f.rule}", style="bold")
         line.append(f"{obj}: {f.message}")
         con.print(line)
-    counts = {s: sum(1 for f in report.findings if f.severity == s) for s in ("error", "warning", "info")}
-    checked = sum(1 for s in report.servers if s.verdict != "not-checked")
-    con.print(f"{len(report.servers)} vLLM server(s) in {report.files} file(s), {checked} checked against the "
-              f"memory budget: {counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info")
+        if f.rule in REGISTRY:
+            con.print(Text(f"  fix: {REGISTRY[f.rule].remediation} ({docs_link(f.rule)})", style="dim"))
+    con.print(summary_line(report))
 
 
 def render_github(report: CheckReport, stream: IO[str]) -> None:
     """GitHub Actions workflow commands: ::error file=...,line=...,col=...,title=...::message"""
     kind = {"error": "error", "warning": "warning", "info": "notice"}
     for f in report.findings:
-        msg = f.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        msg = f.message
+        if f.rule in REGISTRY:
+            msg += f"\nFix: {REGISTRY[f.rule].remediation} ({docs_link(f.rule)})"
+        msg = msg.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         stream.write(f"::{kind[f.severity]} file={f.file},line={f.line},col={f.column},title={f.rule}::{msg}\n")
 
 
+def _sarif_result(f: Finding, index: dict[str, int]) -> dict:
+    r = {"ruleId": f.rule, "ruleIndex": index[f.rule], "level": _SARIF_LEVEL[f.severity],
+         "message": {"text": f.message},
+         "locations": [{"physicalLocation": {
+             "artifactLocation": {"uri": _uri(f.file)},
+             "region": {"startLine": f.line, "startColumn": f.column}}}]}
+    if f.object is not None:
+        r["locations"][0]["logicalLocations"] = [{
+            "name": f.container or f.object.name,
+            "fullyQualifiedName": "/".join(x for x in (f.object.namespace, f.object.kind, f.object.name,
+                                                        f.container) if x),
+            "kind": "object"}]
+    if f.suppression is not None:
+        r["suppressions"] = [{"kind": f.suppression.kind, "status": "accepted",
+                              "justification": f.suppression.justification,
+                              "properties": {"source": f.suppression.source}}]
+    return r
+
+
 def sarif(report: CheckReport) -> dict:
-    used = sorted({f.rule for f in report.findings} | set(REGISTRY))
+    every = report.findings + report.suppressed
+    used = sorted({f.rule for f in every} | set(REGISTRY))
     index = {rid: i for i, rid in enumerate(used)}
     rules = [{
         "id": rid,
@@ -58,29 +105,14 @@ def sarif(report: CheckReport) -> dict:
         "shortDescription": {"text": REGISTRY[rid].title},
         "fullDescription": {"text": REGISTRY[rid].description},
         "help": {"text": REGISTRY[rid].remediation},
-        "helpUri": f"https://github.com/vllm-configurator/vllm-configurator/blob/main/docs/rules.md#{rid}",
+        "helpUri": docs_link(rid),
         "defaultConfiguration": {"level": _SARIF_LEVEL[REGISTRY[rid].severity]},
-    } for rid in used]
-    results = []
-    for f in report.findings:
-        r = {"ruleId": f.rule, "ruleIndex": index[f.rule], "level": _SARIF_LEVEL[f.severity],
-             "message": {"text": f.message},
-             "locations": [{"physicalLocation": {
-                 "artifactLocation": {"uri": _uri(f.file)},
-                 "region": {"startLine": f.line, "startColumn": f.column}}}]}
-        if f.object is not None:
-            r["locations"][0]["logicalLocations"] = [{
-                "name": f.container or f.object.name,
-                "fullyQualifiedName": "/".join(x for x in (f.object.namespace, f.object.kind, f.object.name,
-                                                            f.container) if x),
-                "kind": "object"}]
-        results.append(r)
+    } for rid in used if rid in REGISTRY]
+    results = [_sarif_result(f, index) for f in every]
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "vllm-configurator", "version": __version__,
-                                      "informationUri": "https://github.com/vllm-configurator/vllm-configurator",
-                                      "rules": rules}},
+        "runs": [{"tool": {"driver": {"name": "vllm-configurator", "version": __version__, "rules": rules}},
                   "results": results}],
     }
 
@@ -94,6 +126,65 @@ def render_sarif(report: CheckReport, stream: IO[str]) -> None:
     stream.write("\n")
 
 
+def render_junit(report: CheckReport, stream: IO[str]) -> None:
+    """JUnit XML (the Jenkins xUnit junit-10.xsd shape): one testsuite per file, one testcase per vLLM
+    server (and per finding outside a server: parse errors, objects not understood). Error findings are
+    <failure>s; warnings and info go to the testcase's <system-out>; suppressed findings are left out."""
+    import xml.etree.ElementTree as ET
+
+    by_file: dict[str, dict[tuple, list[Finding]]] = {}
+    for s in report.servers:
+        key = (s.object.kind, s.object.namespace, s.object.name, s.container)
+        by_file.setdefault(s.file, {}).setdefault(key, [])
+    for f in report.findings:
+        key = ((f.object.kind, f.object.namespace, f.object.name, f.container) if f.object is not None
+               else ("file", None, f"{f.rule} at line {f.line}", None))
+        by_file.setdefault(f.file, {}).setdefault(key, []).append(f)
+    root = ET.Element("testsuites", name="vllm-configurator check")
+    total = failed = 0
+    for file in sorted(by_file):
+        cases = by_file[file]
+        suite = ET.SubElement(root, "testsuite", name=_xml(file), tests=str(len(cases)), errors="0",
+                              failures="0", skipped="0")
+        n_failed = 0
+        for (kind, ns, name, container), findings in cases.items():
+            label = "/".join(x for x in (ns, kind, name) if x) + (f" [{container}]" if container else "")
+            case = ET.SubElement(suite, "testcase", name=_xml(label), classname=_xml(file))
+            errors = [f for f in findings if f.severity == "error"]
+            if errors:
+                n_failed += 1
+                failure = ET.SubElement(case, "failure", type=errors[0].rule,
+                                        message=_xml("; ".join(f"{f.rule}: {f.message}" for f in errors)[:1000]))
+                failure.text = "\n".join(_junit_line(f) for f in errors)
+            others = [f for f in findings if f.severity != "error"]
+            if others:
+                ET.SubElement(case, "system-out").text = "\n".join(_junit_line(f) for f in others)
+        suite.set("failures", str(n_failed))
+        total += len(cases)
+        failed += n_failed
+    root.set("tests", str(total))
+    root.set("failures", str(failed))
+    root.set("errors", "0")
+    ET.indent(root)
+    stream.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+    stream.write(ET.tostring(root, encoding="unicode"))
+    stream.write("\n")
+
+
+# characters XML 1.0 cannot hold, even escaped
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub("?", text)
+
+
+def _junit_line(f: Finding) -> str:
+    fix = f" Fix: {REGISTRY[f.rule].remediation} ({docs_link(f.rule)})" if f.rule in REGISTRY else ""
+    return _xml(f"{f.file}:{f.line}:{f.column}: {f.severity} {f.rule}: {f.message}{fix}")
+
+
 FORMATS: dict[str, Callable[[CheckReport, IO[str]], None]] = {
     "text": render_text, "json": render_json, "sarif": render_sarif, "github": render_github,
+    "junit": render_junit,
 }

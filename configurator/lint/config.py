@@ -1,0 +1,216 @@
+"""`.vllm-configurator.yaml`: the repository's settings for `check` (schemas/lint-config.schema.json).
+
+Found from the first target upwards (`.vllm-configurator.yaml`, then `.yml`, in each folder up to the
+filesystem root), or named with `--config`. Paths in it (`ignorePaths`, a rule's `include` /
+`exclude`) are gitignore-style globs relative to the folder that holds the file, matched with
+`pathspec` (the matcher yamllint uses for its own `ignore:` setting).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from configurator.errors import InputError
+
+CONFIG_NAMES = (".vllm-configurator.yaml", ".vllm-configurator.yml")
+MAX_CONFIG_BYTES = 1 << 20
+
+Level = Literal["off", "error", "warning", "info"]
+
+
+class RuleConfig(BaseModel):
+    """One rule's settings: its severity (or off) and the paths it runs on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    severity: Level | None = Field(None, description="error, warning, info, or off; default: the rule's own")
+    include: list[str] = Field(default_factory=list,
+                               description="globs of the files the rule runs on (default: every file)")
+    exclude: list[str] = Field(default_factory=list,
+                               description="globs of the files the rule does not run on (its findings there are "
+                                           "reported as suppressed)")
+
+
+class LintConfig(BaseModel):
+    """`.vllm-configurator.yaml`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    rules: dict[str, Level | RuleConfig] = Field(
+        default_factory=dict, description="per rule: a severity or off, or {severity, include, exclude}")
+    ignore_paths: list[str] = Field(default_factory=list, alias="ignorePaths",
+                                    description="globs of files never read (gitignore style, relative to this file)")
+    gpu: str | dict[str, str] | None = Field(
+        None, description="GPU assumed when a manifest does not say: a catalog name, or a map from a node-pool "
+                          "name, a node-label value (or `key=value`), or a GPU resource name (nvidia.com/mig-3g.40gb) "
+                          "to a GPU, with an optional `default` entry")
+    models: dict[str, str] = Field(
+        default_factory=dict, description="a served name or local path in a manifest -> the model id to evaluate "
+                                          "(e.g. /models/llama: meta-llama/Llama-3.1-8B-Instruct)")
+    workload: str | None = Field(None, description="workload whose target concurrency to check")
+    vllm_version: str | None = Field(None, description="release assumed when the image tag does not say")
+    model_config_dirs: list[str] = Field(default_factory=list, description="folders of local config.json files")
+    strict: bool = Field(False, description="warnings fail the run too")
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, v: dict) -> dict:
+        from configurator.lint.rules import REGISTRY
+
+        unknown = sorted(set(v) - set(REGISTRY))
+        if unknown:
+            raise ValueError(f"unknown rule id(s) {', '.join(unknown)} (see docs/rules.md)")
+        return v
+
+    @field_validator("gpu")
+    @classmethod
+    def _gpu_not_empty(cls, v: Any) -> Any:
+        if isinstance(v, str) and not v.strip():
+            raise ValueError("gpu: empty name")
+        return v
+
+    def severities(self) -> dict[str, str]:
+        """Rule id -> severity (or off), for the rules this file changes."""
+        out = {}
+        for rid, r in self.rules.items():
+            level = r if isinstance(r, str) else r.severity
+            if level is not None:
+                out[rid] = level
+        return out
+
+
+class Settings:
+    """A loaded config and the folder its globs are relative to; answers the engine's questions."""
+
+    def __init__(self, config: LintConfig | None = None, base: Path | None = None, source: str | None = None):
+        self.config = config or LintConfig()
+        self.base = (base or Path.cwd()).resolve()
+        self.source = source  # the file it came from, for messages
+
+    # -- paths ------------------------------------------------------------------------------------
+    def _relative(self, file: str) -> str | None:
+        if file.startswith("<"):  # <stdin>, an AdmissionReview object
+            return None
+        try:
+            return Path(file).resolve().relative_to(self.base).as_posix()
+        except ValueError:
+            return Path(file).as_posix()
+
+    @staticmethod
+    def _spec(globs: list[str]):
+        import pathspec
+
+        return pathspec.GitIgnoreSpec.from_lines(globs)
+
+    @cached_property
+    def _ignored(self):
+        return self._spec(self.config.ignore_paths) if self.config.ignore_paths else None
+
+    @cached_property
+    def _rule_specs(self) -> dict[str, tuple[Any, Any]]:
+        out = {}
+        for rid, r in self.config.rules.items():
+            if isinstance(r, RuleConfig) and (r.include or r.exclude):
+                out[rid] = (self._spec(r.include) if r.include else None, self._spec(r.exclude) if r.exclude else None)
+        return out
+
+    def ignored(self, file: str) -> bool:
+        """Whether `ignorePaths` leaves this file out."""
+        rel = self._relative(file)
+        return self._ignored is not None and rel is not None and self._ignored.match_file(rel)
+
+    def rule_excluded(self, rule: str, file: str) -> str | None:
+        """Why `rule` does not run on `file` (its include / exclude globs), or None when it does."""
+        specs = self._rule_specs.get(rule)
+        rel = self._relative(file)
+        if specs is None or rel is None:
+            return None
+        include, exclude = specs
+        where = self.source or "the config file"
+        if include is not None and not include.match_file(rel):
+            return f"{where}: rules.{rule}.include does not match {rel}"
+        if exclude is not None and exclude.match_file(rel):
+            return f"{where}: rules.{rule}.exclude matches {rel}"
+        return None
+
+    # -- GPU and model defaults ---------------------------------------------------------------------
+    def gpu_for(self, resource: str | None, labels: dict[str, list[str]]) -> tuple[str, str] | None:
+        """The GPU a `gpu:` map gives a server: (name, why), from an entry keyed by the GPU resource name, a
+        node-label `key=value` or a label value (a node-pool name). The `default` entry (or a plain
+        `gpu: NAME`) is `default_gpu()`, which comes after --gpu."""
+        gpu = self.config.gpu
+        if not isinstance(gpu, dict):
+            return None
+        where = self.source or "config"
+        if resource and resource in gpu:
+            return gpu[resource], f"{where} gpu[{resource}]"
+        for key, values in labels.items():
+            for value in values:
+                for k in (f"{key}={value}", value):
+                    if k in gpu:
+                        return gpu[k], f"{where} gpu[{k}] (node label {key}={value})"
+        return None
+
+    def default_gpu(self) -> str | None:
+        gpu = self.config.gpu
+        return gpu if isinstance(gpu, str) else (gpu or {}).get("default")
+
+    def model_for(self, name: str) -> str:
+        """The model id a served name or local path stands for (`models:`), or the name itself."""
+        return self.config.models.get(name, name)
+
+
+def find_config(targets: list[str], start: Path | None = None) -> Path | None:
+    """The nearest config file from the first file or folder target upwards (the current folder for `-`)."""
+    first = next((t for t in targets if t != "-"), None)
+    folder = Path(first) if first is not None else (start or Path.cwd())
+    folder = folder.resolve()
+    if not folder.is_dir():
+        folder = folder.parent
+    for d in (folder, *folder.parents):
+        for name in CONFIG_NAMES:
+            p = d / name
+            if p.is_file():
+                return p
+    return None
+
+
+def load_config(path: Path | str) -> Settings:
+    """Read and validate a config file; one InputError line on any problem."""
+    import yaml
+
+    from configurator.safe_io import decode_text, read_file
+
+    p = Path(path)
+    text = decode_text(read_file(p, cap=MAX_CONFIG_BYTES), str(p))
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise InputError(f"{p}: config file is not valid YAML{where}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(f"{p}: config file must be a mapping of settings")
+    try:
+        cfg = LintConfig.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise InputError(f"{p}: {loc}: {first['msg']}") from None
+    return Settings(cfg, p.parent, str(p))
+
+
+def settings_for(targets: list[str], explicit: str | None) -> Settings:
+    """The settings a `check` run uses: --config, else the nearest file, else the defaults."""
+    if explicit:
+        if not Path(explicit).exists():
+            raise InputError(f"{explicit}: no such config file")
+        return load_config(explicit)
+    found = find_config(targets)
+    return load_config(found) if found is not None else Settings()
