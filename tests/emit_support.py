@@ -44,6 +44,8 @@ PLANS: dict[str, dict[str, Any]] = {
     # tensor parallel 16 over both nodes, as a user may force it (plan itself keeps TP within a node)
     "405b-tp16": dict(model="meta-llama/Meta-Llama-3.1-405B", gpu="h100", gpus=16, tensor_parallel_size=16,
                       pipeline_parallel_size=1, workload=_chat()),
+    # 405B on one node of 8 H200: a Deployment whose start-up (over an hour) dwarfs Kubernetes' 600 s default
+    "405b-h200-1-node": dict(model="meta-llama/Meta-Llama-3.1-405B", gpu="h200", gpus=8, workload=_chat()),
     "l4-fp8-kv": dict(model="meta-llama/Llama-3.1-8B-Instruct", gpu="l4", workload=_chat(concurrency=32)),
     "hybrid-qwen3.6": dict(model="Qwen/Qwen3.6-27B-FP8", gpu="h100", workload=_chat()),
     "online-fp8": dict(model="meta-llama/Llama-3.1-8B-Instruct", gpu="l4", quantization="fp8",
@@ -168,10 +170,58 @@ def _lws_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(LWS_SCHEMA, registry=registry)
 
 
+# Custom resources the chart renders, validated against the CRDs their projects publish
+# (tests/data/README.md: source URL and commit of each).
+CRD_DIR = ROOT / "tests" / "data" / "crds"
+CRD_FILES = {("keda.sh/v1alpha1", "ScaledObject"): "keda.sh_scaledobjects.v1alpha1.json",
+             ("monitoring.coreos.com/v1", "ServiceMonitor"): "monitoring.coreos.com_servicemonitors.v1.json",
+             ("monitoring.coreos.com/v1", "PodMonitor"): "monitoring.coreos.com_podmonitors.v1.json"}
+
+
+def _closed(node: Any) -> Any:
+    """A structural CRD schema as the API server applies it under strict field validation: an object
+    with `properties` refuses other fields (unless x-kubernetes-preserve-unknown-fields), and
+    x-kubernetes-int-or-string admits both."""
+    if isinstance(node, list):
+        return [_closed(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _closed(v) for k, v in node.items()}
+    if out.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out.setdefault("anyOf", [{"type": "integer"}, {"type": "string"}])
+    if "properties" in out and "additionalProperties" not in out and \
+            not out.get("x-kubernetes-preserve-unknown-fields"):
+        out["additionalProperties"] = False
+    if out.get("nullable"):
+        out = {"anyOf": [{"type": "null"}, {k: v for k, v in out.items() if k != "nullable"}]}
+    return out
+
+
+@functools.cache
+def _crd_validator(api_version: str, kind: str) -> jsonschema.Draft202012Validator:
+    import json
+
+    from referencing import Registry, Resource
+
+    crd = json.loads((CRD_DIR / CRD_FILES[(api_version, kind)]).read_text())
+    schema = _closed(crd["openAPIV3Schema"])
+    schema["required"] = sorted({*schema.get("required", ()), "apiVersion", "kind", "metadata"})
+    schema["properties"].update({"apiVersion": {"const": api_version}, "kind": {"const": kind},
+                                 "metadata": {"$ref": _DEFS + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}})
+    registry = Registry().with_resource("https://kubernetes.io/api/_definitions.json",
+                                        Resource.from_contents(_definitions()))
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
 def validate_object(obj: dict[str, Any]) -> None:
-    """Raise unless obj is valid for Kubernetes K8S_VERSION (strict: unknown fields are errors)."""
+    """Raise unless obj is valid for Kubernetes K8S_VERSION (strict: unknown fields are errors), custom
+    resources against their published CRDs."""
     if obj.get("kind") == "LeaderWorkerSet":
         _lws_validator().validate(obj)
+        return
+    if (obj.get("apiVersion"), obj.get("kind")) in CRD_FILES:
+        _crd_validator(obj["apiVersion"], obj["kind"]).validate(obj)
         return
     import kubernetes_validate
 

@@ -27,6 +27,7 @@ from configurator.emit.production_stack import production_stack_values, vllm_con
 from configurator.emit.values_model import ChartValues, camel
 from configurator.errors import InputError
 from configurator.plan import PlanRequest, plan
+from configurator.startup import ROLLOUT_MARGIN_S
 from configurator.units import GiB
 from configurator.vllm.flags import parse_serve_args
 from configurator.workloads import load_workload
@@ -259,3 +260,29 @@ def test_cli_existing_emits_unchanged(run_cli, tmp_path):
     out = tmp_path / "plan.json"
     assert run_cli("plan", *PLAN_ARGS, "--format", "json", "-o", str(out)).exit_code == 0
     assert json.loads(out.read_text())["flags"] == plan_for("h100-tp4").flags
+
+
+@pytest.mark.parametrize("name", PLANS)
+def test_helm_values_carry_the_progress_deadline_of_a_deployment(name):
+    """A Deployment's rollout outlasts its start-up budget; a LeaderWorkerSet has no such deadline."""
+    p = plan_for(name)
+    values = helm_values(p)
+    budget = startup_budget(p)
+    if name in MULTI_NODE:
+        assert "progressDeadlineSeconds" not in values
+    else:
+        assert values["progressDeadlineSeconds"] == budget.failure_threshold * budget.period_s + ROLLOUT_MARGIN_S
+        assert values["progressDeadlineSeconds"] > budget.total_s
+
+
+def test_a_revision_is_pinned_in_the_values_and_the_args():
+    p = plan_for("l4-1gpu")
+    assert "revision" not in helm_values(p)["model"]
+    rev = "0e9e39f249a16976918f6564b8830bc894c89659"
+    values = helm_values(p, DeployOptions(revision=rev))
+    assert values["model"] == {"name": p.model, "revision": rev}
+    from configurator.emit.manifest import manifests
+
+    (deployment,) = [o for o in manifests(p, DeployOptions(revision=rev)) if o["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--revision") + 1] == rev
