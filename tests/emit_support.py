@@ -271,65 +271,52 @@ def assert_args_carry_plan(container: dict[str, Any], p: PlanResult) -> None:
 
 
 # ---- production-stack ---------------------------------------------------------------------------
-# The keys vllm-project/production-stack's chart documents (../shared/data/kubernetes-facts.md, 1.1);
-# its own values.schema.json cannot be fetched here, so this allow-list stands in for it.
+# vllm-project/production-stack's own values schema, vendored (tests/data/README.md: URL and commit).
+# It leaves unknown keys open; the tests close every object it describes, so the emitter may use only
+# the keys that chart documents.
 
-_STR, _INT, _NUM, _BOOL = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
-_OBJ, _LIST = {"type": "object"}, {"type": "array"}
-_QTY = {"type": ["string", "number"]}
-PRODUCTION_STACK_VLLM_CONFIG = {
-    "enablePrefixCaching": _BOOL, "enableChunkedPrefill": _BOOL, "maxModelLen": _INT, "dtype": _STR,
-    "tensorParallelSize": _INT, "maxNumSeqs": _INT, "maxLoras": _INT, "gpuMemoryUtilization": _NUM,
-    "runner": _STR, "convert": _STR, "v0": _STR, "prometheusMultiprocDir": _STR,
-    "extraArgs": {"type": "array", "items": _STR},
-}
-PRODUCTION_STACK_MODEL_SPEC = {
-    "name": _STR, "enabled": _BOOL, "repository": _STR, "tag": _STR, "imagePullSecret": _STR, "annotations": _OBJ,
-    "podAnnotations": _OBJ, "labels": _OBJ, "podLabels": _OBJ, "serviceAccountName": _STR, "priorityClassName": _STR,
-    "runtimeClassName": _STR, "modelURL": _STR, "modelRevision": _STR, "chatTemplate": _STR,
-    "chatTemplateConfigMap": _STR, "hf_token": {"type": ["string", "object"]}, "envFromSecret": _OBJ, "env": _LIST,
-    "enableLoRA": _BOOL, "enableTool": _BOOL, "toolCallParser": _STR,
-    "vllmConfig": {"type": "object", "additionalProperties": False, "properties": PRODUCTION_STACK_VLLM_CONFIG},
-    "replicaCount": _INT, "resources": _OBJ, "requestCPU": _NUM, "requestMemory": _STR, "requestGPU": _INT,
-    "requestGPUType": _STR, "limitCPU": _QTY, "limitMemory": _STR, "requestGPUMem": _INT, "limitGPUMem": _INT,
-    "requestGPUMemPercentage": _INT, "limitGPUMemPercentage": _INT, "requestGPUCores": _INT, "limitGPUCores": _INT,
-    "pvcStorage": _STR, "pvcAccessMode": _LIST, "storageClass": _STR, "pvcMatchLabels": _OBJ, "pvcLabels": _OBJ,
-    "pvcAnnotations": _OBJ, "pvcExistingClaimName": _STR, "extraVolumes": _LIST, "extraVolumeMounts": _LIST,
-    "initContainer": _OBJ, "nodeSelectorTerms": _LIST, "affinity": _OBJ, "nodeName": _STR, "tolerations": _LIST,
-    "tolerationsPolicy": {"enum": ["append", "override"]}, "shmSize": _STR, "lmcacheConfig": _OBJ, "keda": _OBJ,
-    "raySpec": _OBJ,
-}
-PRODUCTION_STACK_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object", "additionalProperties": False,
-    "properties": {"servingEngineSpec": {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "modelSpec": {"type": "array", "items": {"type": "object", "additionalProperties": False,
-                                                     "required": ["name", "repository", "tag", "modelURL"],
-                                                     "properties": PRODUCTION_STACK_MODEL_SPEC}},
-            "containerPort": _INT, "servicePort": _INT, "startupProbe": _OBJ, "livenessProbe": _OBJ,
-            "readinessProbe": _OBJ, "strategy": _OBJ, "vllmApiKey": {"type": ["string", "object"]},
-            "tolerations": _LIST, "securityContext": _OBJ, "containerSecurityContext": _OBJ,
-            "imagePullPolicy": _STR, "runtimeClassName": _STR,
-        },
-    }},
-}
+PRODUCTION_STACK_SCHEMA_FILE = ROOT / "tests" / "data" / "production-stack" / "values.schema.json"
+
+
+def _close_documented(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_close_documented(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _close_documented(v) for k, v in node.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+@functools.cache
+def production_stack_validator() -> jsonschema.Draft202012Validator:
+    import json
+
+    schema = json.loads(PRODUCTION_STACK_SCHEMA_FILE.read_text())
+    return jsonschema.Draft202012Validator(_close_documented(schema))
+
+
 _PS_VALUED = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"),
               ("tensorParallelSize", "--tensor-parallel-size"), ("maxNumSeqs", "--max-num-seqs"),
-              ("gpuMemoryUtilization", "--gpu_memory_utilization"), ("maxLoras", "--max_loras"))
-_PS_BOOLS = (("enablePrefixCaching", "--enable-prefix-caching"), ("enableChunkedPrefill", "--enable-chunked-prefill"))
+              ("gpuMemoryUtilization", "--gpu_memory_utilization"), ("maxLoras", "--max_loras"),
+              ("runner", "--runner"), ("convert", "--convert"))
 
 
 def production_stack_command(spec: dict[str, Any], container_port: int = 8000) -> list[str]:
-    """The command production-stack's deployment-vllm-multi.yaml renders for one modelSpec (facts 1.1):
-    its own flags (mixed spellings), then extraArgs appended."""
-    config = spec.get("vllmConfig", {})
+    """The command production-stack's helm/templates/deployment-vllm-multi.yaml (a6c01db) renders for
+    one modelSpec: its own flags (mixed spellings; enablePrefixCaching absent or false is
+    --no-enable-prefix-caching, enableChunkedPrefill only when present), extraArgs, then --revision."""
     cmd = ["vllm", "serve", spec["modelURL"], "--host", "0.0.0.0", "--port", str(container_port)]
-    for key, flag in _PS_BOOLS:
-        if config.get(key):
-            cmd.append(flag)
-    for key, flag in _PS_VALUED:
-        if key in config:
-            cmd += [flag, str(config[key])]
-    return cmd + list(config.get("extraArgs", []))
+    if "vllmConfig" in spec:
+        config = spec["vllmConfig"]
+        if "enableChunkedPrefill" in config:
+            cmd.append("--enable-chunked-prefill" if config["enableChunkedPrefill"] else "--no-enable-chunked-prefill")
+        cmd.append("--enable-prefix-caching" if config.get("enablePrefixCaching") else "--no-enable-prefix-caching")
+        for key, flag in _PS_VALUED:
+            if key in config:
+                cmd += [flag, str(config[key])]
+        cmd += list(config.get("extraArgs") or [])
+    if spec.get("modelRevision"):
+        cmd += ["--revision", spec["modelRevision"]]
+    return cmd
