@@ -324,3 +324,12 @@ def test_production_stack_pins_the_revision_and_names_the_token_secret():
     assert production_stack_command(spec)[-2:] == ["--revision", "v1.0"]
     (public,) = production_stack_values(p, DeployOptions(hf_token_secret=""))["servingEngineSpec"]["modelSpec"]
     assert "hf_token" not in public  # an empty Secret name: no token at all
+
+
+def test_without_helm_kubectl_and_npm_the_chart_tests_skip_with_the_reason(tmp_path, monkeypatch):
+    from tests.emit_support import NO_NPM, find_tools
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no helm, kubectl or npm anywhere
+    with pytest.raises(pytest.skip.Exception, match="npm is missing") as skipped:
+        find_tools(tmp_path / "no-tools")
+    assert str(skipped.value) == NO_NPM
