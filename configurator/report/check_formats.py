@@ -6,6 +6,7 @@ Each is `render(report, stream)`; they lay out, never compute. Chosen from FORMA
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import IO
 
@@ -14,6 +15,10 @@ from configurator.lint.engine import CheckReport
 from configurator.lint.rules import REGISTRY
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+# Base of this repository's files in SARIF links: empty = references relative to the repository
+# (docs/rules.md#<rule>, README.md; SARIF 2.1.0 3.10.2 allows relative references); the Action sets
+# the absolute URL of the copy it runs from (action.yml).
+REPO_URL = os.environ.get("VLLM_CONFIGURATOR_REPO_URL", "")
 
 
 def render_json(report: CheckReport, stream: IO[str]) -> None:
@@ -58,7 +63,7 @@ def sarif(report: CheckReport) -> dict:
         "shortDescription": {"text": REGISTRY[rid].title},
         "fullDescription": {"text": REGISTRY[rid].description},
         "help": {"text": REGISTRY[rid].remediation},
-        "helpUri": f"https://github.com/vllm-configurator/vllm-configurator/blob/main/docs/rules.md#{rid}",
+        "helpUri": f"{REPO_URL}docs/rules.md#{rid}",
         "defaultConfiguration": {"level": _SARIF_LEVEL[REGISTRY[rid].severity]},
     } for rid in used]
     results = []
@@ -79,7 +84,7 @@ def sarif(report: CheckReport) -> dict:
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{"tool": {"driver": {"name": "vllm-configurator", "version": __version__,
-                                      "informationUri": "https://github.com/vllm-configurator/vllm-configurator",
+                                      "informationUri": f"{REPO_URL}README.md",
                                       "rules": rules}},
                   "results": results}],
     }
