@@ -2,7 +2,7 @@
 #   docker build -t vllm-configurator .            (or: buildah bud -t vllm-configurator .)
 #   helm template x charts/vllm -f values.yaml | docker run --rm -i vllm-configurator check -
 #   docker run --rm -v "$PWD:/work" vllm-configurator check k8s/
-#   docker run --rm -p 8443:8443 -v /tls:/tls:ro vllm-configurator webhook --cert /tls/tls.crt --key /tls/tls.key
+#   docker run --rm -p 8443:8443 -v /tls:/tls:ro vllm-configurator webhook --tls-cert-file /tls/tls.crt --tls-private-key-file /tls/tls.key
 #
 # BASE is any image with python3 (3.10 or later) and its venv module. The default is Python's slim
 # image; CI builds FROM a root file system made only from Debian's packages (python3, python3-venv,
