@@ -12,10 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 import yaml
 
 from tests.emit_support import ROOT
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: pytest itself depends on tomli there
+    import tomli as tomllib
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SCRIPTS = PYPROJECT["project"]["scripts"]
