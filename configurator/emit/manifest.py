@@ -223,6 +223,7 @@ def _autoscalers(values: ChartValues, name: str, labels: dict[str, str], namespa
                     "metadata": {"name": name, "labels": dict(labels)}, "spec": spec})
     k = values.keda
     if k.enabled:
+        # vLLM labels its metrics model_name = the served model name (vllm/v1/metrics/loggers.py, 0.33)
         served = values.model.servedModelName or values.model.name
         query = k.query or (f"sum(vllm:num_requests_waiting{{namespace={_go_quote(namespace)}, "
                             f"model_name={_go_quote(served)}}})")
