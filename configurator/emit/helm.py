@@ -1,5 +1,6 @@
 """PlanResult -> values for charts/vllm: the flags, the deployment shape, GPU selection, /dev/shm,
-resources and the start-up budget that a plan implies.
+resources, the start-up budget (startup probe and the Deployment's progress deadline) and the model
+revision that a plan implies.
 
 Pure functions of the plan and a few deployment options. `chart_values()` is the one derivation:
 the Helm values (`helm_values()`), the plain manifests (configurator.emit.manifest) and the
@@ -30,7 +31,7 @@ from configurator.emit.values_model import (
     camel,
 )
 from configurator.errors import InputError
-from configurator.startup import WEIGHT_LOAD_BYTES_PER_S, StartupTime, startup_time
+from configurator.startup import WEIGHT_LOAD_BYTES_PER_S, StartupTime, progress_deadline_s, startup_time
 from configurator.units import GiB
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class DeployOptions:
     cache_pvc: bool = False
     storage_class: str | None = None
     name: str | None = None  # the objects' name in plain manifests; None: vllm-<model>
+    revision: str | None = None  # the model's Hub branch, tag or commit (--revision); None: the default branch
     weight_load_bytes_per_s: int = WEIGHT_LOAD_BYTES_PER_S
 
 
@@ -175,7 +177,7 @@ def chart_values(plan: PlanResult, opts: DeployOptions | None = None) -> ChartVa
     memory = HOST_MEMORY_BASE_BYTES + HOST_MEMORY_PER_GPU_BYTES * lay.gpus_per_pod + shm_bytes + offload_bytes
     fields: dict[str, Any] = dict(
         image=Image(repository=opts.image_repository, tag=opts.image_tag or f"v{plan.vllm_version}"),
-        model=ModelSource(name=plan.model),
+        model=ModelSource(name=plan.model, **({"revision": opts.revision} if opts.revision else {})),
         vllm=VllmSettings(**{camel(k): v for k, v in plan.flags.items() if v is not None}),
         replicaCount=opts.replicas,
         nodes=lay.nodes,
@@ -187,6 +189,8 @@ def chart_values(plan: PlanResult, opts: DeployOptions | None = None) -> ChartVa
         probes=Probes(startup=Probe(periodSeconds=budget.period_s, failureThreshold=budget.failure_threshold,
                                     timeoutSeconds=5)),
     )
+    if lay.nodes == 1:  # a Deployment's rollout outlasts the start-up (a LeaderWorkerSet has no deadline)
+        fields["progressDeadlineSeconds"] = progress_deadline_s(budget.period_s * budget.failure_threshold)
     if opts.hf_token_secret is not None:
         fields["hfToken"] = HfToken(secretName=opts.hf_token_secret)
     if opts.cache_pvc:

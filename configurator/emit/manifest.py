@@ -9,6 +9,7 @@ Pure: objects are plain dicts; YAML only in `to_yaml()`.
 from __future__ import annotations
 
 import copy
+import json
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ import yaml
 
 from configurator.emit.helm import DeployOptions, chart_values, default_name
 from configurator.emit.values_model import CHART_NAME, ChartValues, flag_rows
+from configurator.startup import progress_deadline_s
 
 if TYPE_CHECKING:
     from configurator.plan import PlanResult
@@ -104,12 +106,16 @@ def _container(values: ChartValues, role: str) -> dict[str, Any]:
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
             "name": values.hfToken.secretName, "key": values.hfToken.secretKey, "optional": values.hfToken.optional}}})
     c["env"] = env + copy.deepcopy(values.env)
+    if values.envFrom:
+        c["envFrom"] = copy.deepcopy(values.envFrom)
     gpu = {values.gpu.resource: str(values.gpusPerNode)}
     c["resources"] = {"requests": {**gpu, **values.resources.requests}, "limits": {**gpu, **values.resources.limits}}
     mounts = [{"name": "model-cache", "mountPath": values.modelCache.mountPath}]
     if values.shm.enabled:
         mounts.append({"name": "shm", "mountPath": "/dev/shm"})
-    c["volumeMounts"] = mounts
+    c["volumeMounts"] = mounts + copy.deepcopy(values.extraVolumeMounts)
+    if values.lifecycle:
+        c["lifecycle"] = copy.deepcopy(values.lifecycle)
     if role != "worker":
         c["startupProbe"] = _probe(values, "startup")
         c["readinessProbe"] = _probe(values, "readiness")
@@ -128,6 +134,14 @@ def _pod_template(values: ChartValues, release: str, name: str, role: str) -> di
     if values.podAnnotations:
         meta["annotations"] = dict(values.podAnnotations)
     spec: dict[str, Any] = {}
+    if values.serviceAccountName:
+        spec["serviceAccountName"] = values.serviceAccountName
+    if values.runtimeClassName:
+        spec["runtimeClassName"] = values.runtimeClassName
+    if values.priorityClassName:
+        spec["priorityClassName"] = values.priorityClassName
+    if values.terminationGracePeriodSeconds is not None:
+        spec["terminationGracePeriodSeconds"] = values.terminationGracePeriodSeconds
     if values.imagePullSecrets:
         spec["imagePullSecrets"] = [s.model_dump() for s in values.imagePullSecrets]
     # the planned GPU: one product -> nodeSelector, several -> required node affinity (In); a
@@ -146,9 +160,13 @@ def _pod_template(values: ChartValues, release: str, name: str, role: str) -> di
         spec["tolerations"] = copy.deepcopy(values.tolerations)
     if affinity:
         spec["affinity"] = affinity
+    if values.topologySpreadConstraints:
+        spec["topologySpreadConstraints"] = copy.deepcopy(values.topologySpreadConstraints)
     if values.podSecurityContext:
         spec["securityContext"] = copy.deepcopy(values.podSecurityContext)
-    spec["containers"] = [_container(values, role)]
+    if values.initContainers:
+        spec["initContainers"] = copy.deepcopy(values.initContainers)
+    spec["containers"] = [_container(values, role), *copy.deepcopy(values.extraContainers)]
     p = values.modelCache.persistence
     volumes: list[dict[str, Any]] = []
     if p.existingClaim:
@@ -159,7 +177,7 @@ def _pod_template(values: ChartValues, release: str, name: str, role: str) -> di
         volumes.append({"name": "model-cache", "emptyDir": {}})
     if values.shm.enabled:
         volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": values.shm.sizeLimit}})
-    spec["volumes"] = volumes
+    spec["volumes"] = volumes + copy.deepcopy(values.extraVolumes)
     return {"metadata": meta, "spec": spec}
 
 
@@ -171,8 +189,69 @@ def _claim_spec(values: ChartValues) -> dict[str, Any]:
     return spec
 
 
-def render(values: ChartValues, release: str) -> list[dict[str, Any]]:
-    """The chart's objects for these values and release name, in Helm's install order.
+def progress_deadline(values: ChartValues) -> int:
+    """progressDeadlineSeconds of the Deployment: the value, else the start-up budget the startup
+    probe allows plus the rollout margin (configurator.startup.progress_deadline_s)."""
+    if values.progressDeadlineSeconds is not None:
+        return values.progressDeadlineSeconds
+    startup = values.probes.startup
+    return progress_deadline_s(startup.failureThreshold * startup.periodSeconds)
+
+
+def _scale_target(values: ChartValues, name: str) -> dict[str, str]:
+    if values.nodes == 1:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": name}
+
+
+def _go_quote(text: str) -> str:
+    """Go's %q for the strings a query holds (JSON's escaping, non-ASCII kept as is)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _autoscalers(values: ChartValues, name: str, labels: dict[str, str], namespace: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    a = values.autoscaling
+    if a.enabled:
+        spec: dict[str, Any] = {
+            "scaleTargetRef": _scale_target(values, name), "minReplicas": a.minReplicas, "maxReplicas": a.maxReplicas,
+            "metrics": [{"type": "Pods", "pods": {"metric": {"name": a.metric},
+                                                  "target": {"type": "AverageValue", "averageValue": a.averageValue}}}]}
+        if a.behavior:
+            spec["behavior"] = copy.deepcopy(a.behavior)
+        out.append({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                    "metadata": {"name": name, "labels": dict(labels)}, "spec": spec})
+    k = values.keda
+    if k.enabled:
+        # vLLM labels its metrics model_name = the served model name (vllm/v1/metrics/loggers.py, 0.33)
+        served = values.model.servedModelName or values.model.name
+        query = k.query or (f"sum(vllm:num_requests_waiting{{namespace={_go_quote(namespace)}, "
+                            f"model_name={_go_quote(served)}}})")
+        out.append({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+                    "metadata": {"name": name, "labels": dict(labels)},
+                    "spec": {"scaleTargetRef": _scale_target(values, name), "minReplicaCount": k.minReplicaCount,
+                             "maxReplicaCount": k.maxReplicaCount, "pollingInterval": k.pollingInterval,
+                             "cooldownPeriod": k.cooldownPeriod,
+                             "triggers": [{"type": "prometheus", "metadata": {
+                                 "serverAddress": k.serverAddress, "query": query, "threshold": k.threshold}}]}})
+    return out
+
+
+def _monitors(values: ChartValues, release: str, name: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for kind, endpoints, m in (("ServiceMonitor", "endpoints", values.metrics.serviceMonitor),
+                               ("PodMonitor", "podMetricsEndpoints", values.metrics.podMonitor)):
+        if m.enabled:
+            out.append({"apiVersion": "monitoring.coreos.com/v1", "kind": kind,
+                        "metadata": {"name": name, "labels": {**labels, **m.labels}},
+                        "spec": {"selector": {"matchLabels": _selector_labels(release)},
+                                 endpoints: [{"port": "http", "path": "/metrics", "interval": m.interval}]}})
+    return out
+
+
+def render(values: ChartValues, release: str, namespace: str = "default") -> list[dict[str, Any]]:
+    """The chart's objects for these values and release name, in Helm's install order (its known
+    kinds first, then custom resources by kind).
 
     `values` are what the templates see: the user's values merged over the chart's defaults (maps
     key by key), which is what chart_values() builds."""
@@ -180,35 +259,54 @@ def render(values: ChartValues, release: str) -> list[dict[str, Any]]:
     labels = _labels(values, release)
     p = values.modelCache.persistence
     out: list[dict[str, Any]] = []
+    pdb = values.podDisruptionBudget
+    if pdb.enabled:
+        budget = {"minAvailable": pdb.minAvailable} if pdb.minAvailable is not None else \
+            {"maxUnavailable": pdb.maxUnavailable}
+        out.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": name, "labels": dict(labels)},
+                    "spec": {**budget, "selector": {"matchLabels": _selector_labels(release)}}})
     if p.enabled and not p.existingClaim and values.nodes == 1:
         out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
                     "metadata": {"name": f"{name}-model-cache", "labels": dict(labels)}, "spec": _claim_spec(values)})
     selector = _selector_labels(release)
     if values.nodes > 1:
         selector["role"] = "leader"
-    out.append({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": dict(labels)},
+    service_meta: dict[str, Any] = {"name": name, "labels": dict(labels)}
+    if values.service.annotations:
+        service_meta["annotations"] = dict(values.service.annotations)
+    out.append({"apiVersion": "v1", "kind": "Service", "metadata": service_meta,
                 "spec": {"type": values.service.type, "selector": selector,
                          "ports": [{"name": "http", "port": values.service.port, "targetPort": "http",
                                     "protocol": "TCP"}]}})
+    autoscaled = values.autoscaling.enabled or values.keda.enabled  # the autoscaler owns the replicas
+    custom = _monitors(values, release, name, labels)
     if values.nodes == 1:
-        spec: dict[str, Any] = {"replicas": values.replicaCount}
+        spec: dict[str, Any] = {} if autoscaled else {"replicas": values.replicaCount}
+        spec["progressDeadlineSeconds"] = progress_deadline(values)
         if values.strategy:
             spec["strategy"] = copy.deepcopy(values.strategy)
         spec["selector"] = {"matchLabels": _selector_labels(release)}
         spec["template"] = _pod_template(values, release, name, "server")
         out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
                     "spec": spec})
-        return out
+        autoscalers = _autoscalers(values, name, labels, namespace)
+        out += [o for o in autoscalers if o["kind"] == "HorizontalPodAutoscaler"]
+        return out + sorted(custom + [o for o in autoscalers if o["kind"] != "HorizontalPodAutoscaler"],
+                            key=lambda o: o["kind"])
     group: dict[str, Any] = {"size": values.nodes, "restartPolicy": values.multiNode.restartPolicy,
                              "leaderTemplate": _pod_template(values, release, name, "leader"),
                              "workerTemplate": _pod_template(values, release, name, "worker")}
     if p.enabled and not p.existingClaim:
         group["volumeClaimTemplates"] = [{"metadata": {"name": "model-cache"}, "spec": _claim_spec(values)}]
-    out.append({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-                "metadata": {"name": name, "labels": labels},
-                "spec": {"replicas": values.replicaCount, "startupPolicy": "LeaderCreated",
-                         "leaderWorkerTemplate": group}})
-    return out
+    lws: dict[str, Any] = {} if autoscaled else {"replicas": values.replicaCount}
+    autoscalers = _autoscalers(values, name, labels, namespace)
+    out += [o for o in autoscalers if o["kind"] == "HorizontalPodAutoscaler"]
+    custom.append({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                   "metadata": {"name": name, "labels": labels},
+                   "spec": {**lws, "startupPolicy": "LeaderCreated", "leaderWorkerTemplate": group}})
+    return out + sorted(custom + [o for o in autoscalers if o["kind"] != "HorizontalPodAutoscaler"],
+                        key=lambda o: o["kind"])
 
 
 # ---- YAML at the edge ---------------------------------------------------------------------------

@@ -7,7 +7,14 @@ Facts about that chart (../shared/data/kubernetes-facts.md, section 1.1) that sh
   be passed twice, so each planned flag is written in exactly one of the two places;
 - /dev/shm is mounted only when `vllmConfig.tensorParallelSize` exists, so it is always written (1 too);
 - GPU request = limit = `requestGPU`; node selection only through `nodeSelectorTerms` (no nodeSelector);
-- multi-node runs through `raySpec` (KubeRay), which this emitter does not write.
+- multi-node runs through `raySpec` (KubeRay), which this emitter does not write;
+- `vllmConfig.enablePrefixCaching` absent or false renders `--no-enable-prefix-caching`
+  (helm/templates/deployment-vllm-multi.yaml at a6c01db), so the emitter always writes it: the value
+  the estimate assumed (vLLM's default for the release and model unless the plan set it);
+- `hf_token` is a string (the chart then stores it in a Secret it makes) or `{secretName, secretKey}`
+  naming an existing Secret (helm/values.schema.json); the emitter writes the reference, never a token.
+  That chart's reference is not optional: the Secret must exist before the pods start;
+- `modelRevision` renders `--revision`.
 """
 
 from __future__ import annotations
@@ -28,9 +35,13 @@ def _flag_text(value: Any, kind: str) -> str:
         else go_text(value)
 
 
-def vllm_config(flags: dict[str, Any]) -> dict[str, Any]:
+def vllm_config(flags: dict[str, Any], prefix_caching: bool | None = None) -> dict[str, Any]:
     """Planned flags -> production-stack's vllmConfig: keyed values where the chart has a key, the rest
-    as extraArgs tokens; tensorParallelSize always present."""
+    as extraArgs tokens; tensorParallelSize always present, and enablePrefixCaching whenever the
+    effective value is known (`prefix_caching`, what the estimate assumed), since that chart renders
+    --no-enable-prefix-caching when the key is absent."""
+    if flags.get("enable_prefix_caching") is None and prefix_caching is not None:
+        flags = {**flags, "enable_prefix_caching": prefix_caching}
     config: dict[str, Any] = {}
     extra: list[str] = []
     for f in vllm_flags():
@@ -73,14 +84,17 @@ def production_stack_values(plan: PlanResult, opts: DeployOptions | None = None)
     }
     if values.gpu.resource != "nvidia.com/gpu":
         spec["requestGPUType"] = values.gpu.resource
-    spec["vllmConfig"] = vllm_config(plan.flags)
+    assumed = plan.estimate.flags.get("enable_prefix_caching") if plan.estimate else None
+    spec["vllmConfig"] = vllm_config(plan.flags, None if assumed is None else bool(assumed))
+    if values.model.revision:
+        spec["modelRevision"] = values.model.revision
     spec["shmSize"] = values.shm.sizeLimit
     if values.gpu.products:
         spec["nodeSelectorTerms"] = [{"matchExpressions": [
             {"key": values.gpu.productLabel, "operator": "In", "values": list(values.gpu.products)}]}]
     spec["tolerations"] = list(values.tolerations)
-    if opts.hf_token_secret:
-        spec["hf_token"] = {"secretName": opts.hf_token_secret, "secretKey": values.hfToken.secretKey}
+    if values.hfToken.secretName:  # gated models cannot download without it
+        spec["hf_token"] = {"secretName": values.hfToken.secretName, "secretKey": values.hfToken.secretKey}
     persistence = values.modelCache.persistence
     if persistence.enabled:
         spec["pvcStorage"] = persistence.size

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from configurator.emit.serve import SERVE_ORDER
 from configurator.memory.kv_dtype import KV_DTYPES
+from configurator.startup import ROLLOUT_MARGIN_S
 from configurator.vllm.flags import FLAGS, SPELLINGS, Flag
 
 CHART_NAME = "vllm"
@@ -116,6 +117,9 @@ class ModelSource(_Strict):
     servedModelName: str | None = Field(None, description="--served-model-name: the name clients use; null = "
                                                           "model.name.")
     trustRemoteCode: bool = Field(False, description="--trust-remote-code: run the model repository's own code.")
+    revision: str | None = Field(None, description="--revision: the model's branch, tag or commit on the Hub "
+                                                   "(pins what every restart downloads); null = the default "
+                                                   "branch.")
 
 
 class GpuSelection(_Strict):
@@ -206,6 +210,74 @@ class ServiceSpec(_Strict):
 
     type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field("ClusterIP", description="Service type.")
     port: int = Field(8000, ge=1, le=65535, description="Service port (to the container's port).")
+    annotations: dict[str, str] = Field(default_factory=dict, description="Service annotations (load balancer "
+                                                                          "settings, service mesh).")
+
+
+IntOrPercent = Annotated[int, Field(ge=0)] | Annotated[str, Field(pattern=r"^[0-9]+%$")]
+
+
+class DisruptionBudget(_Strict):
+    """A PodDisruptionBudget (policy/v1) over the vLLM pods: a node drain evicts at most this many at a time."""
+
+    enabled: bool = Field(False, description="Render the PodDisruptionBudget.")
+    maxUnavailable: IntOrPercent = Field(1, description="Pods a voluntary disruption may take down at once "
+                                                        "(an integer or a percentage).")
+    minAvailable: IntOrPercent | None = Field(None, description="Pods that must stay up; when set it replaces "
+                                                                "maxUnavailable (Kubernetes takes one of the two).")
+
+
+class Autoscaling(_Strict):
+    """A HorizontalPodAutoscaler (autoscaling/v2) on one of vLLM's own metrics, per pod, as the custom
+    metrics API serves it (e.g. prometheus-adapter exposing vLLM's /metrics). Not with keda.enabled."""
+
+    enabled: bool = Field(False, description="Render the HorizontalPodAutoscaler; the chart then leaves "
+                                             "replicas to it (replicaCount is the starting size only).")
+    minReplicas: int = Field(1, ge=1, description="Fewest replicas.")
+    maxReplicas: int = Field(2, ge=1, description="Most replicas (each needs its GPUs free in the cluster).")
+    metric: str = Field("vllm:num_requests_waiting", description="Pods metric to scale on: vLLM's queue "
+                        "(vllm:num_requests_waiting), vllm:num_requests_running or vllm:kv_cache_usage_perc.")
+    averageValue: str = Field("5", description="Target average of the metric per pod (a quantity, e.g. 5 "
+                                               "waiting requests, or 800m of the KV cache).")
+    behavior: dict[str, Any] = Field(default_factory=dict, description="HPA scaling behavior (scaleUp / "
+                                     "scaleDown policies); empty = Kubernetes' defaults.")
+
+
+class Keda(_Strict):
+    """A KEDA ScaledObject (keda.sh/v1alpha1) with a Prometheus trigger on vLLM's own metrics, as
+    production-stack does; KEDA then owns the HPA. Needs KEDA in the cluster. Not with autoscaling.enabled."""
+
+    enabled: bool = Field(False, description="Render the ScaledObject.")
+    minReplicaCount: int = Field(1, ge=0, description="Fewest replicas (0 scales to zero when idle: the next "
+                                                      "request then waits for a full start-up).")
+    maxReplicaCount: int = Field(2, ge=1, description="Most replicas.")
+    pollingInterval: int = Field(15, ge=1, description="Seconds between metric queries.")
+    cooldownPeriod: int = Field(300, ge=0, description="Seconds after the last active trigger before "
+                                                       "scaling to minReplicaCount 0.")
+    serverAddress: str = Field("http://prometheus-operated.monitoring.svc:9090",
+                               description="Prometheus that scrapes vLLM (see metrics.serviceMonitor).")
+    query: str = Field("", description="PromQL giving the load; empty = sum(vllm:num_requests_waiting"
+                                       "{namespace=<release namespace>, model_name=<served model name>}).")
+    threshold: str = Field("5", description="Target value of the query per replica.")
+
+
+class Monitor(_Strict):
+    """A Prometheus-operator scrape object for vLLM's /metrics."""
+
+    enabled: bool = Field(False, description="Render it (needs the monitoring.coreos.com CRDs).")
+    interval: str = Field("15s", pattern=r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?"
+                                         r"(([0-9]+)s)?(([0-9]+)ms)?)$",
+                          description="Scrape interval (a Prometheus duration).")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra labels, e.g. the release label "
+                                                                     "your Prometheus selects monitors by.")
+
+
+class Metrics(_Strict):
+    """Scraping vLLM's Prometheus metrics (/metrics on the http port)."""
+
+    serviceMonitor: Monitor = Field(default_factory=Monitor, description="A ServiceMonitor on the Service.")
+    podMonitor: Monitor = Field(default_factory=Monitor, description="A PodMonitor on the pods (every "
+                                                                     "replica, without the Service).")
 
 
 class MultiNode(_Strict):
@@ -257,9 +329,40 @@ class ChartValues(_Strict):
     strategy: dict[str, Any] = Field(default_factory=lambda: {"type": "Recreate"},
                                      description="Deployment strategy. Recreate: a rolling surge needs a spare set "
                                                  "of GPUs.")
+    progressDeadlineSeconds: int | None = Field(None, ge=1, description="Seconds a Deployment rollout may go "
+                                                "without progress before it is marked failed; null = the start-up "
+                                                "budget (probes.startup) plus a rollout margin for scheduling and "
+                                                "the image pull (Kubernetes' own default, 600 s, fails large "
+                                                "models).")
     service: ServiceSpec = Field(default_factory=ServiceSpec)
     podAnnotations: dict[str, str] = Field(default_factory=dict, description="Pod annotations.")
     podLabels: dict[str, str] = Field(default_factory=dict, description="Extra pod labels.")
+    serviceAccountName: str = Field("", description="Service account of the pods; empty = the namespace's "
+                                                    "default.")
+    runtimeClassName: str | None = Field(None, description="RuntimeClass of the pods (e.g. nvidia where the "
+                                                           "GPU runtime is not the node default).")
+    priorityClassName: str = Field("", description="PriorityClass of the pods; empty = none.")
+    topologySpreadConstraints: list[dict[str, Any]] = Field(default_factory=list, description="Pod topology "
+                                                            "spread constraints, verbatim.")
+    terminationGracePeriodSeconds: int | None = Field(None, ge=0, description="Seconds between SIGTERM and "
+                                                      "SIGKILL (in-flight requests finish in this time); null = "
+                                                      "Kubernetes' 30.")
+    lifecycle: dict[str, Any] = Field(default_factory=dict, description="Lifecycle of the vLLM container, e.g. "
+                                      "{preStop: {sleep: {seconds: 10}}} so endpoints drop the pod before "
+                                      "vLLM stops.")
+    envFrom: list[dict[str, Any]] = Field(default_factory=list, description="Extra environment from ConfigMaps "
+                                                                            "or Secrets (EnvFromSource objects).")
+    initContainers: list[dict[str, Any]] = Field(default_factory=list, description="Init containers, verbatim "
+                                                 "(e.g. one that pre-fetches the weights into the cache).")
+    extraContainers: list[dict[str, Any]] = Field(default_factory=list, description="Sidecar containers, "
+                                                                                    "verbatim.")
+    extraVolumes: list[dict[str, Any]] = Field(default_factory=list, description="Extra pod volumes, verbatim.")
+    extraVolumeMounts: list[dict[str, Any]] = Field(default_factory=list, description="Extra volume mounts of "
+                                                                                      "the vLLM container.")
+    podDisruptionBudget: DisruptionBudget = Field(default_factory=DisruptionBudget)
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling)
+    keda: Keda = Field(default_factory=Keda)
+    metrics: Metrics = Field(default_factory=Metrics)
     multiNode: MultiNode = Field(default_factory=MultiNode)
 
 
@@ -331,7 +434,8 @@ def render_values_yaml() -> str:
 
 
 # model.* settings that are flags too (not memory flags, so not in the flag table)
-_MODEL_FLAGS = (("servedModelName", "--served-model-name", "str"), ("trustRemoteCode", "--trust-remote-code", "bool"))
+_MODEL_FLAGS = (("servedModelName", "--served-model-name", "str"), ("trustRemoteCode", "--trust-remote-code", "bool"),
+                ("revision", "--revision", "str"))
 # flags the chart writes itself from other values: never accepted from extraArgs either
 _RESERVED = {"--port": "port", "--model": "model.name"}
 
@@ -355,7 +459,9 @@ def render_flags_tpl() -> str:
             "     One row per vLLM setting, in the order the chart renders them: the value's section and key,\n"
             "     its flag, type, whether false renders --no-<flag>, and every spelling (for extraArgs). */}}\n"
             "{{- define \"vllm.flagTable\" -}}\n" + body + "\n{{- end -}}\n"
-            "{{- define \"vllm.reservedFlags\" -}}\n" + json.dumps(_RESERVED) + "\n{{- end -}}\n")
+            "{{- define \"vllm.reservedFlags\" -}}\n" + json.dumps(_RESERVED) + "\n{{- end -}}\n"
+            "{{- /* progressDeadlineSeconds when null: the start-up budget plus this (configurator/startup.py) */}}\n"
+            "{{- define \"vllm.rolloutMarginSeconds\" -}}\n" + str(ROLLOUT_MARGIN_S) + "\n{{- end -}}\n")
 
 
 def _schema_rows(schema: dict, node: dict, path: str, default: Any, rows: list[tuple[str, str, str, str]]) -> None:

@@ -26,7 +26,12 @@
 - {"section": "vllm", "key": "maxCudagraphCaptureSize", "flag": "--max-cudagraph-capture-size", "type": "int", "negatable": false, "spellings": ["--max-cudagraph-capture-size"]}
 - {"section": "model", "key": "servedModelName", "flag": "--served-model-name", "type": "str", "negatable": false, "spellings": ["--served-model-name"]}
 - {"section": "model", "key": "trustRemoteCode", "flag": "--trust-remote-code", "type": "bool", "negatable": false, "spellings": ["--trust-remote-code"]}
+- {"section": "model", "key": "revision", "flag": "--revision", "type": "str", "negatable": false, "spellings": ["--revision"]}
 {{- end -}}
 {{- define "vllm.reservedFlags" -}}
 {"--port": "port", "--model": "model.name"}
+{{- end -}}
+{{- /* progressDeadlineSeconds when null: the start-up budget plus this (configurator/startup.py) */}}
+{{- define "vllm.rolloutMarginSeconds" -}}
+600
 {{- end -}}

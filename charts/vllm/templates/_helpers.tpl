@@ -28,6 +28,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if ne (int $ranks) (int $gpus) -}}
 {{- fail (printf "nodes x gpusPerNode request %d GPUs, but vLLM uses tensorParallelSize x pipelineParallelSize x dataParallelSize = %d: make them equal" (int $gpus) (int $ranks)) -}}
 {{- end -}}
+{{- if and .Values.autoscaling.enabled .Values.keda.enabled -}}
+{{- fail "autoscaling.enabled and keda.enabled: KEDA makes its own HorizontalPodAutoscaler; enable one of the two" -}}
+{{- end -}}
+{{- if gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas) -}}
+{{- fail (printf "autoscaling.minReplicas (%d) is above autoscaling.maxReplicas (%d)" (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) -}}
+{{- end -}}
+{{- if gt (int .Values.keda.minReplicaCount) (int .Values.keda.maxReplicaCount) -}}
+{{- fail (printf "keda.minReplicaCount (%d) is above keda.maxReplicaCount (%d)" (int .Values.keda.minReplicaCount) (int .Values.keda.maxReplicaCount)) -}}
+{{- end -}}
 {{- range $kind, $list := .Values.resources -}}
 {{- if hasKey $list $.Values.gpu.resource -}}
 {{- fail (printf "resources.%s.%s: the GPU count comes from gpusPerNode; set it there" $kind $.Values.gpu.resource) -}}
@@ -127,6 +136,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     {{- with $v.env }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+  {{- with $v.envFrom }}
+  envFrom:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   resources:
     requests:
       {{- toYaml (merge (dict) $gpu $v.resources.requests) | nindent 6 }}
@@ -139,6 +152,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
     - name: shm
       mountPath: /dev/shm
     {{- end }}
+    {{- with $v.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with $v.lifecycle }}
+  lifecycle:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   {{- if ne .role "worker" }}
   {{- $p := $v.probes }}
   startupProbe:
@@ -187,6 +207,18 @@ metadata:
     {{- toYaml . | nindent 4 }}
   {{- end }}
 spec:
+  {{- with $v.serviceAccountName }}
+  serviceAccountName: {{ . | quote }}
+  {{- end }}
+  {{- with $v.runtimeClassName }}
+  runtimeClassName: {{ . | quote }}
+  {{- end }}
+  {{- with $v.priorityClassName }}
+  priorityClassName: {{ . | quote }}
+  {{- end }}
+  {{- if not (kindIs "invalid" $v.terminationGracePeriodSeconds) }}
+  terminationGracePeriodSeconds: {{ int64 $v.terminationGracePeriodSeconds }}
+  {{- end }}
   {{- with $v.imagePullSecrets }}
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
@@ -214,12 +246,23 @@ spec:
   affinity:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+  {{- with $v.topologySpreadConstraints }}
+  topologySpreadConstraints:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   {{- with $v.podSecurityContext }}
   securityContext:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+  {{- with $v.initContainers }}
+  initContainers:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   containers:
     {{- include "vllm.container" . | nindent 4 }}
+    {{- with $v.extraContainers }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
   volumes:
     {{- $p := $v.modelCache.persistence }}
     {{- if $p.existingClaim }}
@@ -240,4 +283,24 @@ spec:
         medium: Memory
         sizeLimit: {{ $v.shm.sizeLimit | quote }}
     {{- end }}
+    {{- with $v.extraVolumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}
+
+{{/* The workload that autoscalers and budgets point at. */}}
+{{- define "vllm.scaleTarget" -}}
+{{- if eq (int .Values.nodes) 1 -}}
+apiVersion: apps/v1
+kind: Deployment
+{{- else -}}
+apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+{{- end }}
+name: {{ include "vllm.fullname" . }}
+{{- end -}}
+
+{{/* The name clients and vLLM's metrics (label model_name) use for the model. */}}
+{{- define "vllm.servedName" -}}
+{{- default .Values.model.name .Values.model.servedModelName -}}
 {{- end -}}
