@@ -105,13 +105,19 @@ class Options:
     vllm_version: str | None = None
     model_config_dirs: tuple[str, ...] = ()
     severities: dict[str, str] | None = None
+    # name -> ModelSpec in place of the lookup below (the webhook's: catalog only, never a pod's path)
+    model_resolver: Any = None
 
 
-def _model(name: str, dirs: tuple[str, ...], cache: dict) -> tuple[Any, str | None]:
+def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None) -> tuple[Any, str | None]:
     if name in cache:
         return cache[name]
     result: tuple[Any, str | None]
     try:
+        if resolver is not None:
+            result = (resolver(name), None)
+            cache[name] = result
+            return result
         for d in dirs:
             for cand in (Path(d) / (name.replace("/", "__") + ".json"), Path(d) / name / "config.json",
                          Path(d) / name.rsplit("/", 1)[-1] / "config.json"):
@@ -180,7 +186,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     models: dict = {}
     for s in extract(docs):
         name = s.flags.get("model")
-        model, model_error = _model(str(name), opts.model_config_dirs, models) if name else (None, None)
+        model, model_error = (_model(str(name), opts.model_config_dirs, models, opts.model_resolver) if name
+                              else (None, None))
         if name is None:
             model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
         gpu, gpu_source = _gpu(s, opts)

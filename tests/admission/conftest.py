@@ -70,7 +70,7 @@ def webhook(tmp_path_factory):
     log = folder / "webhook.log"
     exe = [sys.executable, "-m", "configurator.cli.main", "webhook", "--host", "127.0.0.1", "--port", str(port),
            "--tls-cert-file", str(cert), "--tls-private-key-file", str(key), "--body-timeout", "1",
-           "--cert-reload-interval", "0.5"]
+           "--cert-reload-interval", "1"]
     with log.open("w") as out:
         proc = subprocess.Popen(exe, stdout=out, stderr=subprocess.STDOUT)
     hook = Webhook(port, cert, proc, log)
