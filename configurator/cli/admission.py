@@ -93,7 +93,10 @@ def review_cmd(config_path, gpu, on_error, on_failure) -> None:
     text = decode_text(read_stdin(), "standard input")
     opts, _ = _options(config_path, gpu)
     on_failure = "deny" if on_failure == "deny" else "allow-with-warning"
-    docs, problems = parse_text(text, "<stdin>")
+    try:
+        docs, problems = parse_text(text, "<stdin>")
+    except RecursionError:  # the loader recurses over nesting and aliases: a boundary, so one line here
+        raise InputError("standard input: nested too deeply, or an alias that contains itself") from None
     if problems:
         p = problems[0]
         raise InputError(f"standard input, line {p.loc.line}: {p.message}")
