@@ -433,9 +433,9 @@ def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
     """Run the webhook until SIGTERM / SIGINT (uvicorn handles both gracefully)."""
     import uvicorn
 
-    configure_logging()
     config, _app = build(settings, host=host, port=port, cert=cert, key=key)
     sock = _listen(host, port)
+    configure_logging()
     _small_tls_buffers()
     server = uvicorn.Server(config)
 
