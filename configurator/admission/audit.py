@@ -124,16 +124,16 @@ def _retry_after(headers: dict) -> float:
     return seconds if seconds == seconds and seconds >= 0 else 1.0
 
 
-def _get(api: Any, url: str, *, timeout_s: float = ANSWER_TIMEOUT_S, sleep: Any = time.sleep) -> tuple[int, bytes]:
+def _get(api: Any, url: str) -> tuple[int, bytes]:
     """GET with bounded retries on 429 / 5xx; Retry-After honoured only up to MAX_RETRY_AFTER_S."""
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        status, headers, data = _get_within(api, url, timeout_s)
+        status, headers, data = _get_within(api, url, ANSWER_TIMEOUT_S)
         if status in (429, 500, 502, 503, 504) and attempt < MAX_ATTEMPTS:
             wait = _retry_after(headers)
             if wait > MAX_RETRY_AFTER_S:
                 raise InputError(f"the API server answered {status} for {url} and asks to retry after "
                                  f"{wait:g} s (more than the {MAX_RETRY_AFTER_S:g} s this waits)")
-            sleep(wait)
+            time.sleep(wait)
             continue
         return status, data
     raise AssertionError("unreachable")  # pragma: no cover
