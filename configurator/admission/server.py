@@ -429,15 +429,19 @@ def build(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
 
 
 def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, key: str | None,
-          reload_every_s: float = 2.0) -> None:
-    """Run the webhook until SIGTERM / SIGINT (uvicorn handles both gracefully)."""
+          reload_every_s: float = 2.0, log_setup: bool = True, on_start: Any = None) -> None:
+    """Run the webhook until SIGTERM / SIGINT (uvicorn handles both gracefully). `on_start(server)` is
+    called with the uvicorn.Server before it serves (tests stop it with `server.should_exit = True`)."""
     import uvicorn
 
     config, _app = build(settings, host=host, port=port, cert=cert, key=key)
     sock = _listen(host, port)
-    configure_logging()
+    if log_setup:
+        configure_logging()
     _small_tls_buffers()
     server = uvicorn.Server(config)
+    if on_start is not None:
+        on_start(server)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -455,5 +459,6 @@ def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
         finally:
             if watcher:
                 watcher.cancel()
+            sock.close()
 
     asyncio.run(main())
