@@ -17,6 +17,7 @@ from typing import Any, Literal
 from configurator.admission.models import catalog_resolver
 from configurator.admission.shape import (
     CONTAINER_KEYS,
+    MAX_COMMAND_CHARS,
     MAX_CONTAINERS,
     ShapeError,
     inspect,
@@ -145,6 +146,9 @@ def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFa
     if shape.containers > MAX_CONTAINERS:
         return failure_verdict(f"{shape.containers} containers, more than the {MAX_CONTAINERS} evaluated per object",
                                on_failure, code=413)
+    if shape.command_chars > MAX_COMMAND_CHARS:
+        return failure_verdict(f"a container's command line is {shape.command_chars:,} characters, more than the "
+                               f"{MAX_COMMAND_CHARS:,} evaluated", on_failure, code=413)
     _dedupe_containers(obj)
     if opts.model_resolver is None:
         opts = replace(opts, model_resolver=catalog_resolver(tuple(opts.model_config_dirs)))

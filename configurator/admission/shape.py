@@ -19,6 +19,9 @@ MAX_DEPTH = 100  # Kubernetes objects nest ~15 deep (a pod template's affinity t
 MAX_NODES = 1_000_000  # values in one object; a 3 MiB body holds at most ~1.5 million
 MAX_INT_DIGITS = 40  # beyond any quantity Kubernetes or vLLM accepts (int64 has 19 digits)
 MAX_CONTAINERS = 64  # containers evaluated per object; real pods carry a handful
+# characters of command, args and env values in one container: a vLLM command line is a few hundred;
+# parsing one (sh -c scripts included) costs time in proportion, so the cap bounds a review's CPU
+MAX_COMMAND_CHARS = 64 << 10
 CONTAINER_KEYS = ("containers", "initContainers", "ephemeralContainers")
 
 
@@ -70,6 +73,7 @@ class Shape:
     problems: list[str] = field(default_factory=list)
     mentions_vllm: bool | None = False  # None: the walk stopped before it could tell
     containers: int = 0
+    command_chars: int = 0  # the most characters of command, args and env values in one container
 
     @property
     def ok(self) -> bool:
@@ -115,12 +119,27 @@ def inspect(obj: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES)
             for k, v in value.items():
                 if k in CONTAINER_KEYS and isinstance(v, list):
                     shape.containers += len(v)
+                    shape.command_chars = max(shape.command_chars, *(_command_chars(c) for c in v), 0)
                 if not shape.mentions_vllm and isinstance(k, str) and "vllm" in k.lower():
                     shape.mentions_vllm = True
                 stack.append((v, (*path, k), depth + 1))
         else:
             stack.extend((v, (*path, i), depth + 1) for i, v in enumerate(value))
     return shape
+
+
+def _command_chars(container: Any) -> int:
+    if not isinstance(container, dict):
+        return 0
+    total = 0
+    for key in ("command", "args", "env"):
+        v = container.get(key)
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, dict):
+                item = item.get("value")
+            if isinstance(item, str):
+                total += len(item)
+    return total
 
 
 def _str_map(value: Any, where: str, problems: list[str]) -> None:

@@ -78,6 +78,7 @@ MALFORMED = {
     "volumeMounts strings": _dumps(_pod({**VLLM, "volumeMounts": ["a"]})),
     "probe null": _dumps(_pod({**VLLM, "startupProbe": None, "readinessProbe": {"periodSeconds": "auto"}})),
     "17,000 containers": _dumps(_pod(*[{**VLLM, "name": f"c{i}"} for i in range(17_000)])),
+    "a 1 MB sh -c script": _dumps(_pod({**VLLM, "command": ["sh", "-c", "vllm serve m " + "--x y " * 200_000]})),
 }
 
 
@@ -91,6 +92,8 @@ def test_malformed_objects_never_500_and_a_vllm_server_is_never_allowed_silently
         assert "not applied" not in json.dumps(resp)
     else:
         assert resp["status"]["code"] in (400, 413, 422, 500)
+    if case in ("17,000 containers", "a 1 MB sh -c script"):
+        assert resp["allowed"] is False and resp["status"]["code"] == 413
         assert resp["status"]["message"].startswith("vllm-configurator")
 
 
