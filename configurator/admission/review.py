@@ -131,13 +131,17 @@ def _dedupe_containers(obj: dict) -> None:
             stack.extend(v)
 
 
-def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFailure = "deny") -> Verdict:
-    """One object, checked at the boundary, then evaluated as `check` would (catalog models only)."""
+def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFailure = "deny",
+           on_shape: Any = None) -> Verdict:
+    """One object, checked at the boundary, then evaluated as `check` would (catalog models only).
+    `on_shape(shape)` is told what the boundary walk found before the evaluation starts."""
     if obj is None:
         return Verdict(True, ())
     if not isinstance(obj, dict):
         return failure_verdict("the object is not a map", on_failure, code=400, vllm=None)
     shape = inspect(obj)
+    if on_shape is not None:
+        on_shape(shape)
     if shape.ok and shape.mentions_vllm is False:
         return Verdict(True, ())
     problems = shape.problems or object_problems(obj)

@@ -126,6 +126,10 @@ class _Progress:
     """What a worker has read so far (the timeout answer needs the uid)."""
 
     request: Request | None = None
+    mentions_vllm: bool | None = None  # None until the boundary walk has finished
+
+    def seen(self, shape: Any) -> None:
+        self.mentions_vllm = shape.mentions_vllm
 
 
 class WebhookApp:
@@ -176,7 +180,7 @@ class WebhookApp:
         """In a worker thread: parse, check at the boundary, evaluate."""
         req = parse_request(loads(body))
         progress.request = req
-        return assess(req.object, self.s.options, self.s.on_error, self.s.on_failure)
+        return assess(req.object, self.s.options, self.s.on_error, self.s.on_failure, on_shape=progress.seen)
 
     async def _validate(self, scope: dict, receive: Any, send: Any) -> None:
         t0 = time.perf_counter()
@@ -208,12 +212,14 @@ class WebhookApp:
             if progress.request is None:  # still waiting for a worker: no uid to answer in the review
                 return await self._reject(send, 503, f"review not started within {self.s.budget_s:g} s; retry", t0,
                                           retry_after=True)
-            v = failure_verdict(f"timed out after {self.s.budget_s:g} s", self.s.on_failure, code=504, vllm=None)
+            v = failure_verdict(f"timed out after {self.s.budget_s:g} s", self.s.on_failure, code=504,
+                                vllm=progress.mentions_vllm)
         except Exception as e:  # a fault before the uid was read: the API server applies its failurePolicy
             log.error({"event": "review-error", "error": type(e).__name__, "where": _where(e)})
             if progress.request is None:
                 return await self._reject(send, 400, f"cannot read the request ({type(e).__name__})", t0)
-            v = failure_verdict(f"internal error: {type(e).__name__}", self.s.on_failure, code=500, vllm=None)
+            v = failure_verdict(f"internal error: {type(e).__name__}", self.s.on_failure, code=500,
+                                vllm=progress.mentions_vllm)
         req = progress.request
         assert req is not None
         out = response(req.uid, v)

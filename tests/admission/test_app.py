@@ -138,12 +138,13 @@ def test_routes(app):
 
 
 def _slow(seconds, release=None):
-    def fake(obj, opts, on_error, on_failure):
+    def fake(obj, opts, on_error, on_failure, on_shape=None):
+        verdict = assess(obj, opts, on_error, on_failure, on_shape=on_shape)
         if release is not None:
             release.wait(10)
         else:
             time.sleep(seconds)
-        return assess(obj, opts, on_error, on_failure)
+        return verdict
     return fake
 
 
@@ -155,6 +156,10 @@ def test_timeout_denies_a_vllm_server_by_default(monkeypatch):
     a = WebhookApp(WebhookSettings(budget_s=0.05, on_failure="allow-with-warning"))
     resp = _post(a, _review(_pod())).json()["response"]
     assert resp["allowed"] is True and "timed out" in resp["warnings"][0]
+    # an object that names no vLLM is not held to the failure policy
+    a = WebhookApp(WebhookSettings(budget_s=0.05))
+    resp = _post(a, _review({"kind": "ConfigMap", "metadata": {"name": "c"}})).json()["response"]
+    assert resp["allowed"] is True
 
 
 def test_internal_error_is_never_allowed_silently(monkeypatch):
