@@ -24,7 +24,7 @@ from configurator.admission.shape import ShapeError, inspect, loads, object_prob
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.engine import GPU_ANNOTATION, CheckReport, Options, evaluate
-from configurator.lint.load import Document
+from configurator.lint.load import Document, Loc, Problem
 
 # (API group/version path, plural, kind); CRDs that are not installed are skipped
 RESOURCES = (
@@ -251,4 +251,17 @@ def audit(opts: Options, *, context: str | None = None, namespace: str | None = 
     api = _client(context, in_cluster)
     if opts.model_resolver is None:
         opts = replace(opts, model_resolver=catalog_resolver(tuple(opts.model_config_dirs)))
-    return evaluate(collect(api, namespace), [], opts)
+    docs = collect(api, namespace)
+    try:
+        return evaluate(docs, [], opts)
+    except Exception:  # one object the rules cannot read must not cost the report on the others
+        good: list[Document] = []
+        problems: list[Problem] = []
+        for d in docs:
+            try:
+                evaluate([d], [], opts)
+                good.append(d)
+            except Exception as e:
+                problems.append(Problem(Loc(d.file, 1), f"not checked: the object could not be read "
+                                                        f"({type(e).__name__})"))
+        return evaluate(good, problems, opts)

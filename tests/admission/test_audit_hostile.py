@@ -181,3 +181,22 @@ def test_a_malformed_kubeconfig_is_one_line_and_exit_2(tmp_path, monkeypatch, ru
     monkeypatch.setenv("KUBECONFIG", str(cfg))
     res = _check(run_cli)
     assert res.exit_code == 2 and "cluster configuration" in res.output
+
+
+def test_an_object_the_rules_cannot_read_is_reported_and_the_others_checked(fake, run_cli, monkeypatch):
+    from configurator.lint import engine
+
+    real = engine.evaluate
+
+    def picky(docs, problems, opts):
+        if any(d.data["metadata"].get("name") == "bad" for d in docs):
+            raise TypeError("a shape the rules did not expect")
+        return real(docs, problems, opts)
+
+    monkeypatch.setattr(audit, "evaluate", picky)
+    bad = {**GOOD_POD, "metadata": {"name": "bad", "namespace": "ml"}}
+    fake.pods = (200, json.dumps({"items": [GOOD_POD, bad]}).encode(), {})
+    res = _check(run_cli)
+    report = json.loads(res.stdout)
+    assert res.exit_code == 1 and [s["object"]["name"] for s in report["servers"]] == ["p"]
+    assert any(f["rule"] == "parse-error" and "Pod/ml/bad" in f["file"] for f in report["findings"])
