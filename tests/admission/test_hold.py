@@ -1,9 +1,9 @@
 """The webhook over real HTTPS on loopback under hostile load, with bounded counts and times: idle and
 slow clients, a connection flood, a heavy-pod flood with probe reviews, and its option checks."""
 
+import contextlib
 import json
 import resource
-import contextlib
 import socket
 import threading
 import time
