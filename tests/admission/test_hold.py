@@ -111,14 +111,20 @@ def test_heavy_pod_flood_never_gets_a_probe_allowed(hook):
     heavy = json.loads(json.dumps(base))
     heavy["spec"]["template"]["spec"]["containers"] = heavy_containers
     heavy["metadata"]["annotations"] = {"pad": "x" * (1 << 20)}
-    heavy_body = json.dumps(_review(heavy, "heavy")).encode()
+    huge = json.loads(json.dumps(base))  # the attack as reported: 17,000 containers (~2 MB, under the body cap)
+    first = spec["containers"][0]
+    huge["spec"]["template"]["spec"]["containers"] = [
+        {"name": f"c{i}", "image": first["image"], "args": first.get("args", [])} for i in range(17_000)]
+    bodies = [json.dumps(_review(heavy, "heavy")).encode(), json.dumps(_review(huge, "huge")).encode()]
     stop = threading.Event()
     flood_status: dict[int, int] = {}
 
     def flood():
+        n = 0
         while not stop.is_set():
+            n += 1
             try:
-                status, _ = hook.post(heavy_body)
+                status, _ = hook.post(bodies[n % 2])
             except OSError:
                 status = -1
             flood_status[status] = flood_status.get(status, 0) + 1
