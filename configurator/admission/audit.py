@@ -3,18 +3,28 @@
 Reads workloads with the `kubernetes` client (imported only here), finds the nodes their pods run on
 and takes the GPU type from those nodes' labels (stated to the engine as the
 `vllm-configurator.io/gpu` annotation), then runs the same `evaluate`.
+
+The API server is an input like any other: every request has a connect and a read timeout and a
+deadline for the whole answer, retries are bounded (Retry-After honoured up to a cap), every answer is
+shape-checked before use, and a refusal (401 / 403, or 404 on a resource every cluster serves) ends the
+run with exit 2 naming what was denied: a report missing what could not be read would read as clean.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import threading
+import time
+from dataclasses import replace
 from typing import Any
+from urllib.parse import quote
 
+from configurator.admission.models import catalog_resolver
+from configurator.admission.shape import ShapeError, inspect, loads, object_problems
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.engine import GPU_ANNOTATION, CheckReport, Options, evaluate
-from configurator.lint.load import Document
+from configurator.lint.load import Document, Loc, Problem
 
 # (API group/version path, plural, kind); CRDs that are not installed are skipped
 RESOURCES = (
@@ -27,86 +37,208 @@ RESOURCES = (
 )
 
 
+CONNECT_TIMEOUT_S = 5.0
+READ_TIMEOUT_S = 15.0  # one socket read
+ANSWER_TIMEOUT_S = 30.0  # one whole answer, however it trickles
+MAX_ANSWER_BYTES = 256 << 20
+MAX_ATTEMPTS = 3  # for 429 / 5xx and dropped connections
+MAX_RETRY_AFTER_S = 5.0  # Retry-After is honoured up to this; a longer one ends the run
+PAGE_SIZE = 500
+MAX_PAGES = 1000
+# resources every cluster serves: a 404 there is an error, not "not installed"
+CORE = {"nodes", "pods", "deployments", "statefulsets", "daemonsets", "jobs", "cronjobs"}
+
+
 def _client(context: str | None, in_cluster: bool) -> Any:
     try:
+        import urllib3
         from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
     except ImportError:
         raise InputError("audit needs the kubernetes package: pip install 'vllm-configurator[cluster]'") from None
+    conf = client.Configuration()
     try:
         if in_cluster:
-            config.load_incluster_config()
+            config.load_incluster_config(client_configuration=conf)
         else:
             # the client reads KUBECONFIG once at import; read it at call time instead
-            config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None, context=context)
-    except (ConfigException, OSError) as e:
-        raise InputError(f"cannot load the cluster configuration: {e}") from None
-    return client.ApiClient()
+            config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None, context=context,
+                                    client_configuration=conf)
+    except Exception as e:  # the loader raises many types on a malformed file: the boundary is here
+        first = (str(e).splitlines() or [""])[0][:300]
+        raise InputError(f"cannot load the cluster configuration: {type(e).__name__}: {first}") from None
+    # retries are ours (bounded, Retry-After capped): the client's own would sleep as long as told
+    conf.retries = urllib3.Retry(total=1, connect=1, read=0, status=0, redirect=0, respect_retry_after_header=False)
+    if hasattr(conf, "client_go_retries"):
+        conf.client_go_retries = False
+    return client.ApiClient(conf)
 
 
-def _get(api: Any, url: str) -> tuple[int, bytes]:
+def _raw_get(api: Any, url: str) -> tuple[int, dict, bytes]:
     """GET a raw API path with the client's authentication (kubernetes client 30+ and older)."""
+    timeout = (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
     if hasattr(api, "param_serialize"):  # OpenAPI-generator 7 clients (kubernetes >= 30)
         params = api.param_serialize("GET", url, header_params={"Accept": "application/json"},
                                      auth_settings=["BearerToken"])
-        resp = api.call_api(*params)
-        resp.read()
-        return resp.status, resp.data
+        resp = api.call_api(*params, _request_timeout=timeout)
+        raw = resp.response
+        data = raw.read(MAX_ANSWER_BYTES + 1)
+        return resp.status, dict(raw.headers or {}), data
     from kubernetes.client.exceptions import ApiException
 
     try:
-        resp = api.call_api(url, "GET", response_type=None, auth_settings=["BearerToken"],
-                            _preload_content=False, _return_http_data_only=True)
+        resp = api.call_api(url, "GET", response_type=None, auth_settings=["BearerToken"], _preload_content=False,
+                            _return_http_data_only=True, _request_timeout=timeout)
     except ApiException as e:
-        return e.status, b""
-    return 200, resp.data
+        return e.status, dict(e.headers or {}), b""
+    return 200, {}, resp.read(MAX_ANSWER_BYTES + 1)
+
+
+def _get_within(api: Any, url: str, deadline_s: float) -> tuple[int, dict, bytes]:
+    """_raw_get in a daemon thread, abandoned after `deadline_s` (a server that trickles forever)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["answer"] = _raw_get(api, url)
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=run, daemon=True, name="audit-get")
+    t.start()
+    t.join(deadline_s)
+    if t.is_alive():
+        raise InputError(f"the API server did not answer {url} within {deadline_s:g} s")
+    if "error" in box:
+        e = box["error"]
+        raise InputError(f"cannot reach the API server: {type(e).__name__}: "
+                         f"{(str(e).splitlines() or [''])[0][:300]}") from None
+    return box["answer"]
+
+
+def _retry_after(headers: dict) -> float:
+    value = next((v for k, v in headers.items() if str(k).lower() == "retry-after"), "1")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = 1.0  # an HTTP date or garbage: a short wait, not a parse of the server's clock
+    return seconds if seconds == seconds and seconds >= 0 else 1.0
+
+
+def _get(api: Any, url: str) -> tuple[int, bytes]:
+    """GET with bounded retries on 429 / 5xx; Retry-After honoured only up to MAX_RETRY_AFTER_S."""
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        status, headers, data = _get_within(api, url, ANSWER_TIMEOUT_S)
+        if status in (429, 500, 502, 503, 504) and attempt < MAX_ATTEMPTS:
+            wait = _retry_after(headers)
+            if wait > MAX_RETRY_AFTER_S:
+                raise InputError(f"the API server answered {status} for {url} and asks to retry after "
+                                 f"{wait:g} s (more than the {MAX_RETRY_AFTER_S:g} s this waits)")
+            time.sleep(wait)
+            continue
+        return status, data
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _items(url: str, data: bytes) -> tuple[list[dict], str | None]:
+    """A list answer's items and continue token, shape-checked; one InputError line otherwise."""
+    if len(data) > MAX_ANSWER_BYTES:
+        raise InputError(f"the API server's answer for {url} is larger than {MAX_ANSWER_BYTES >> 20} MiB")
+    try:
+        body = loads(data)
+    except ShapeError as e:
+        raise InputError(f"the API server's answer for {url} is {e}") from None
+    if not isinstance(body, dict):
+        raise InputError(f"the API server's answer for {url} is not a Kubernetes list (not an object)")
+    items = body.get("items")
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise InputError(f"the API server's answer for {url} is not a Kubernetes list (items is not a list)")
+    for i, item in enumerate(items):
+        problems = object_problems(item) if isinstance(item, dict) else ["not an object"]
+        shape = inspect(item) if isinstance(item, dict) else None
+        if shape is not None and not shape.ok:
+            problems = shape.problems
+        if not problems and not isinstance(item.get("spec", {}), dict):
+            problems = ["spec is not a map"]
+        if problems:
+            raise InputError(f"the API server's answer for {url} is malformed: items[{i}]: {problems[0]}")
+    meta = body.get("metadata")
+    token = meta.get("continue") if isinstance(meta, dict) else None
+    return items, token if isinstance(token, str) and token else None
 
 
 def _list(api: Any, path: str, plural: str, namespace: str | None) -> list[dict]:
     url = f"/{path}/namespaces/{namespace}/{plural}" if namespace else f"/{path}/{plural}"
-    try:
-        status, data = _get(api, url)
-    except Exception as e:
-        raise InputError(f"cannot reach the API server: {str(e).splitlines()[0]}") from None
-    if status in (403, 404):
-        return []  # not installed, or not ours to read
-    if status >= 400:
-        raise InputError(f"the API server answered {status} for {url}")
-    return list(json.loads(data).get("items") or [])
+    what = f"list {plural}" + (f" in namespace {namespace}" if namespace else " in all namespaces")
+    out: list[dict] = []
+    token: str | None = None
+    for _page in range(MAX_PAGES):
+        query = f"?limit={PAGE_SIZE}" + (f"&continue={quote(token)}" if token else "")
+        status, data = _get(api, url + query)
+        if status == 404 and plural not in CORE:
+            return []  # an optional resource whose CRD is not installed
+        if status in (401, 403):
+            raise InputError(f"the API server refused to {what} ({status} "
+                             f"{'Unauthorized' if status == 401 else 'Forbidden'}): audit needs get/list on "
+                             f"{plural}; no report, since a partial one would read as clean")
+        if status == 404:
+            raise InputError(f"the API server has no {url} (404): is this a Kubernetes API server?")
+        if status >= 400 or status < 200:
+            raise InputError(f"the API server answered {status} for {url}")
+        items, token = _items(url, data)
+        out += items
+        if token is None:
+            return out
+    raise InputError(f"the API server's list of {plural} did not end after {MAX_PAGES} pages")
+
+
+def _map(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
 
 
 def _owned_by_workload(pod: dict) -> bool:
-    return bool((pod.get("metadata") or {}).get("ownerReferences"))
+    return bool(_map(pod.get("metadata")).get("ownerReferences"))
 
 
-def _matches(selector: dict, labels: dict) -> bool:
-    ml = (selector or {}).get("matchLabels") or {}
+def _matches(selector: Any, labels: dict) -> bool:
+    ml = _map(_map(selector).get("matchLabels"))
     return bool(ml) and all(labels.get(k) == v for k, v in ml.items())
 
 
 def collect(api: Any, namespace: str | None) -> list[Document]:
-    """Workload objects as documents, each annotated with the GPU its pods' nodes carry."""
-    nodes = {(n.get("metadata") or {}).get("name"): (n.get("metadata") or {}).get("labels") or {}
-             for n in _list(api, "api/v1", "nodes", None)}
+    """Workload objects as documents, each annotated with the GPU its pods' nodes carry.
+    Every answer has been shape-checked by `_items` (maps are maps, labels map strings to strings)."""
+    nodes: dict[str, dict] = {}
+    for n in _list(api, "api/v1", "nodes", None):
+        meta = _map(n.get("metadata"))
+        if isinstance(meta.get("name"), str):
+            nodes[meta["name"]] = _map(meta.get("labels"))
     pods = _list(api, "api/v1", "pods", namespace)
     docs: list[Document] = []
     for path, plural, kind in RESOURCES:
         for obj in _list(api, path, plural, namespace):
             if kind == "Pod" and _owned_by_workload(obj):
                 continue
-            obj.setdefault("kind", kind)
-            meta = obj.setdefault("metadata", {})
-            selector = (obj.get("spec") or {}).get("selector") or {}
+            if not isinstance(obj.get("kind"), str):
+                obj["kind"] = kind
+            if not isinstance(obj.get("metadata"), dict):
+                obj["metadata"] = {}
+            meta = obj["metadata"]
+            selector = _map(obj.get("spec")).get("selector")
             mine = [obj] if kind == "Pod" else [
-                p for p in pods if (p.get("metadata") or {}).get("namespace") == meta.get("namespace")
-                and _matches(selector, (p.get("metadata") or {}).get("labels") or {})]
+                p for p in pods if _map(p.get("metadata")).get("namespace") == meta.get("namespace")
+                and _matches(selector, _map(_map(p.get("metadata")).get("labels")))]
             node_labels: dict[str, list[str]] = {}
             for p in mine:
-                for k, v in nodes.get((p.get("spec") or {}).get("nodeName"), {}).items():
+                node = _map(p.get("spec")).get("nodeName")
+                for k, v in (nodes.get(node, {}) if isinstance(node, str) else {}).items():
                     node_labels.setdefault(k, []).append(str(v))
             gpu, _source = gpu_from_labels(node_labels)
-            if gpu is not None and GPU_ANNOTATION not in (meta.get("annotations") or {}):
-                meta.setdefault("annotations", {})[GPU_ANNOTATION] = gpu.name
+            if gpu is not None and GPU_ANNOTATION not in _map(meta.get("annotations")):
+                if not isinstance(meta.get("annotations"), dict):
+                    meta["annotations"] = {}
+                meta["annotations"][GPU_ANNOTATION] = gpu.name
             name = f"{kind}/{meta.get('namespace') or '-'}/{meta.get('name')}"
             docs.append(Document(file=name, index=0, data=obj, positions={}))
     return docs
@@ -114,5 +246,22 @@ def collect(api: Any, namespace: str | None) -> list[Document]:
 
 def audit(opts: Options, *, context: str | None = None, namespace: str | None = None,
           in_cluster: bool = False) -> CheckReport:
+    """The cluster's workloads, evaluated as `check` would; models from the catalog only (a model path a
+    workload names is a path on the cluster's nodes, never opened here)."""
     api = _client(context, in_cluster)
-    return evaluate(collect(api, namespace), [], opts)
+    if opts.model_resolver is None:
+        opts = replace(opts, model_resolver=catalog_resolver(tuple(opts.model_config_dirs)))
+    docs = collect(api, namespace)
+    try:
+        return evaluate(docs, [], opts)
+    except Exception:  # one object the rules cannot read must not cost the report on the others
+        good: list[Document] = []
+        problems: list[Problem] = []
+        for d in docs:
+            try:
+                evaluate([d], [], opts)
+                good.append(d)
+            except Exception as e:
+                problems.append(Problem(Loc(d.file, 1), f"not checked: the object could not be read "
+                                                        f"({type(e).__name__})"))
+        return evaluate(good, problems, opts)

@@ -1,15 +1,28 @@
 """AdmissionReview in, verdict out: the same `evaluate` as `check`, only the edges differ.
 
 Pure: no I/O, no clock. Errors deny (HTTP 200 with `allowed: false`, `status.code` 422 and the rule
-and its fix); warnings allow with `warnings`; objects with no vLLM container are allowed at once.
-Never mutates (no patch).
+and its fix); warnings allow with `warnings`; objects that name no vLLM anywhere are allowed at once.
+Never mutates (no patch). A review that cannot be completed (an object of the wrong shape, too many
+containers, an internal error, a timeout) is never allowed silently: for an object that names vLLM
+the failure policy decides (deny, the default, or allow with a warning saying it was not checked).
+Models are looked up in the catalog only: no file a pod spec names is ever opened.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from configurator.admission.models import catalog_resolver
+from configurator.admission.shape import (
+    CONTAINER_KEYS,
+    MAX_COMMAND_CHARS,
+    MAX_CONTAINERS,
+    ShapeError,
+    inspect,
+    object_problems,
+)
 from configurator.lint.engine import CheckReport, Finding, Options, evaluate
 from configurator.lint.extract import extract
 from configurator.lint.load import Document
@@ -22,8 +35,28 @@ MAX_WARNINGS_TOTAL = 4096
 MAX_MESSAGE_CHARS = 1024
 
 
+OnError = Literal["deny", "warn"]
+OnFailure = Literal["deny", "allow-with-warning"]
+MAX_UID_CHARS = 256
+# status.reason for each status.code a denial carries (Kubernetes' StatusReason names)
+_REASONS = {400: "BadRequest", 413: "RequestEntityTooLarge", 422: "Invalid", 429: "TooManyRequests",
+            500: "InternalError", 504: "Timeout"}
+
+
 class ReviewError(Exception):
     """The request is not an AdmissionReview this webhook can answer (HTTP 400)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """The parts of an AdmissionReview request the webhook uses, checked."""
+
+    uid: str
+    object: dict | None
+    dry_run: bool
+    namespace: str | None = None
+    kind: str | None = None
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -33,37 +66,119 @@ class Verdict:
     message: str = ""
     warnings: tuple[str, ...] = ()
     checked: bool = False  # a vLLM server was found and evaluated
+    code: int = 422  # status.code of a denial
+    failure: str = ""  # why the review could not be completed ("" when it was)
 
 
-def parse_review(body: Any) -> tuple[str, dict | None, bool]:
-    """(uid, object, dryRun) of an AdmissionReview; raises ReviewError when it is not one."""
+def parse_request(body: Any) -> Request:
+    """The checked request of an AdmissionReview; raises ReviewError when it is not one."""
     if not isinstance(body, dict):
         raise ReviewError("body is not a JSON object")
     if body.get("apiVersion") != API_VERSION or body.get("kind") != "AdmissionReview":
         raise ReviewError(f"expected apiVersion {API_VERSION}, kind AdmissionReview")
     req = body.get("request")
-    if not isinstance(req, dict) or not isinstance(req.get("uid"), str):
+    if not isinstance(req, dict) or not isinstance(req.get("uid"), str) or not req["uid"]:
         raise ReviewError("AdmissionReview has no request with a uid")
-    obj = req.get("object")
-    if req.get("operation") == "DELETE":
-        obj = None
-    return req["uid"], obj if isinstance(obj, dict) else None, bool(req.get("dryRun"))
+    if len(req["uid"]) > MAX_UID_CHARS:
+        raise ReviewError(f"request.uid is longer than {MAX_UID_CHARS} characters")
+    obj = None if req.get("operation") == "DELETE" else req.get("object")
+    kind = req.get("kind")
+    kind = kind.get("kind") if isinstance(kind, dict) else None
+    return Request(uid=req["uid"], object=obj if isinstance(obj, dict) else None, dry_run=req.get("dryRun") is True,
+                   namespace=_str(req.get("namespace")), kind=_str(kind), name=_str(req.get("name")))
 
 
-def verdict_for(obj: dict | None, opts: Options, on_error: Literal["deny", "warn"] = "deny") -> Verdict:
-    """Evaluate one object as `check` would."""
+def _str(v: Any) -> str | None:
+    return v[:253] if isinstance(v, str) else None
+
+
+def parse_review(body: Any) -> tuple[str, dict | None, bool]:
+    """(uid, object, dryRun) of an AdmissionReview; raises ReviewError when it is not one."""
+    r = parse_request(body)
+    return r.uid, r.object, r.dry_run
+
+
+def failure_verdict(why: str, on_failure: OnFailure, *, code: int = 500, vllm: bool | None = True) -> Verdict:
+    """The answer for a review that could not be completed. Objects that name no vLLM are allowed
+    (nothing of theirs is ours to judge); the others follow the failure policy, never silently."""
+    if vllm is False or on_failure == "allow-with-warning":
+        return Verdict(True, (), warnings=(f"vllm-configurator not applied: {why}"[:MAX_WARNING_CHARS],),
+                       failure=why)
+    return Verdict(False, (), f"vllm-configurator could not check this object: {why}"[:MAX_MESSAGE_CHARS],
+                   code=code, failure=why)
+
+
+def _dedupe_containers(obj: dict) -> None:
+    """Identical containers (but for their names) are evaluated once: their findings would be the same."""
+    stack: list[Any] = [obj]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k, child in v.items():
+                if k in CONTAINER_KEYS and isinstance(child, list) and len(child) > 1:
+                    seen: set[str] = set()
+                    kept = []
+                    for c in child:
+                        key = json.dumps({a: b for a, b in c.items() if a != "name"} if isinstance(c, dict) else c,
+                                         sort_keys=True, default=repr)
+                        if key not in seen:
+                            seen.add(key)
+                            kept.append(c)
+                    v[k] = kept
+                else:
+                    stack.append(child)
+        elif isinstance(v, list):
+            stack.extend(v)
+
+
+def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFailure = "deny",
+           on_shape: Any = None) -> Verdict:
+    """One object, checked at the boundary, then evaluated as `check` would (catalog models only).
+    `on_shape(shape)` is told what the boundary walk found before the evaluation starts."""
     if obj is None:
         return Verdict(True, ())
-    doc = Document(file=f"{obj.get('kind', 'object')}/{(obj.get('metadata') or {}).get('name', '')}", index=0,
-                   data=obj, positions={})
+    if not isinstance(obj, dict):
+        return failure_verdict("the object is not a map", on_failure, code=400, vllm=None)
+    shape = inspect(obj)
+    if on_shape is not None:
+        on_shape(shape)
+    if shape.ok and shape.mentions_vllm is False:
+        return Verdict(True, ())
+    problems = shape.problems or object_problems(obj)
+    if problems:
+        return failure_verdict("; ".join(problems[:3]), on_failure, code=400, vllm=shape.mentions_vllm)
+    if shape.containers > MAX_CONTAINERS:
+        return failure_verdict(f"{shape.containers} containers, more than the {MAX_CONTAINERS} evaluated per object",
+                               on_failure, code=413)
+    if shape.command_chars > MAX_COMMAND_CHARS:
+        return failure_verdict(f"a container's command line is {shape.command_chars:,} characters, more than the "
+                               f"{MAX_COMMAND_CHARS:,} evaluated", on_failure, code=413)
+    _dedupe_containers(obj)
+    if opts.model_resolver is None:
+        opts = replace(opts, model_resolver=catalog_resolver(tuple(opts.model_config_dirs)))
+    try:
+        return verdict_for(obj, opts, on_error)
+    except ShapeError as e:
+        return failure_verdict(str(e), on_failure, code=400)
+    except RecursionError:
+        return failure_verdict("the object is nested too deeply to evaluate", on_failure, code=400)
+    except Exception as e:  # a fault behind the boundary: reported with its type, never allowed silently
+        return failure_verdict(f"internal error: {type(e).__name__}", on_failure, code=500)
+
+
+def verdict_for(obj: dict | None, opts: Options, on_error: OnError = "deny") -> Verdict:
+    """Evaluate one object as `check` would (no boundary checks: see `assess`)."""
+    if obj is None:
+        return Verdict(True, ())
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    doc = Document(file=f"{obj.get('kind', 'object')}/{meta.get('name', '')}", index=0, data=obj, positions={})
     if not extract([doc]):
         return Verdict(True, ())
     report: CheckReport = evaluate([doc], [], opts)
     return verdict_from_findings(report.findings, on_error, checked=True)
 
 
-def verdict_from_findings(findings: list[Finding], on_error: Literal["deny", "warn"] = "deny",
-                          checked: bool = True) -> Verdict:
+def verdict_from_findings(findings: list[Finding], on_error: OnError = "deny", checked: bool = True) -> Verdict:
     errors = [f for f in findings if f.severity == "error"]
     warns = [f for f in findings if f.severity == "warning"]
     if errors and on_error == "deny":
@@ -91,13 +206,13 @@ def response(uid: str, v: Verdict) -> dict:
     """The AdmissionReview response body."""
     resp: dict[str, Any] = {"uid": uid, "allowed": v.allowed}
     if not v.allowed:
-        resp["status"] = {"code": 422, "reason": "Invalid", "message": v.message}
+        resp["status"] = {"code": v.code, "reason": _REASONS.get(v.code, "InternalError"), "message": v.message}
     if v.warnings:
         resp["warnings"] = list(v.warnings)
     return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": resp}
 
 
-def review(body: Any, opts: Options, on_error: Literal["deny", "warn"] = "deny") -> dict:
+def review(body: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFailure = "deny") -> dict:
     """AdmissionReview request -> AdmissionReview response (raises ReviewError on a malformed one)."""
-    uid, obj, _dry_run = parse_review(body)  # dry runs get the same answer: this webhook has no side effects
-    return response(uid, verdict_for(obj, opts, on_error))
+    req = parse_request(body)  # dry runs get the same answer: this webhook has no side effects
+    return response(req.uid, assess(req.object, opts, on_error, on_failure))

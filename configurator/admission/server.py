@@ -3,8 +3,24 @@
 uvicorn (a production ASGI server) does HTTP and TLS; this module only routes: POST /validate
 (AdmissionReview), GET /healthz, /readyz, /metrics (Prometheus). The certificate and key are re-read
 when they change on disk (cert-manager rotates them) into the live SSL context, so new connections get
-the new certificate without a restart. A body-size limit, a body-read timeout and a per-request time
-budget protect it; uvicorn shuts down gracefully on SIGTERM. Logs are one JSON object per line.
+the new certificate without a restart. uvicorn shuts down gracefully on SIGTERM. Every log line,
+uvicorn's included, is one JSON object.
+
+What holds it up under hostile or heavy traffic:
+- connections: at most `max_connections` past the TLS handshake (uvicorn's `limit_concurrency`
+  answers 503 at the limit; this module's protocol closes connections beyond it), a TLS handshake
+  must finish within `handshake_timeout_s`, a request's headers must arrive within
+  `header_timeout_s` of connecting or of the first byte after a response (the slowloris guard; uvicorn
+  only times out keep-alive connections that have already served a request), idle keep-alive
+  connections close after `keep_alive_s`, headers are capped by h11's incomplete-event size, and each
+  TLS connection's read buffer is 16 KiB (asyncio's default is 256 KiB a connection, which is what made
+  3,000 idle connections cost ~900 MB);
+- bodies: `max_body_bytes` (413) and `body_timeout_s` (408);
+- reviews: parsed and evaluated in worker threads, never on the event loop, in two lanes by body
+  size so a flood of heavy objects cannot starve ordinary ones; each lane takes a bounded number of
+  reviews and answers 429 (with Retry-After) when full, at once; a review not finished within
+  `budget_s` is answered per the failure policy, never allowed silently for a vLLM server; per-object
+  work is bounded at the boundary (see `review.assess`).
 """
 
 from __future__ import annotations
@@ -13,29 +29,57 @@ import asyncio
 import json
 import logging
 import os
+import socket
+import threading
 import time
+import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from configurator.admission.review import ReviewError, parse_review, response, verdict_for
+from configurator.admission.review import (
+    OnError,
+    OnFailure,
+    Request,
+    ReviewError,
+    Verdict,
+    assess,
+    failure_verdict,
+    parse_request,
+    response,
+)
+from configurator.admission.shape import ShapeError, loads
+from configurator.errors import InputError
 from configurator.lint.engine import Options
 
 log = logging.getLogger("vllm_configurator.webhook")
+
+TLS_READ_BUFFER_BYTES = 16 << 10  # one TLS record's plaintext is at most 16 KiB (RFC 8446 5.1)
 
 
 @dataclass
 class WebhookSettings:
     options: Options = field(default_factory=Options)
-    on_error: Literal["deny", "warn"] = "deny"  # what an error finding does
-    on_failure: Literal["deny", "allow"] = "allow"  # what a timeout or internal failure does
+    on_error: OnError = "deny"  # what an error finding does
+    on_failure: OnFailure = "deny"  # what a review that cannot be completed does, for a vLLM server
     max_body_bytes: int = 3 << 20  # the API server's objects are at most ~1.5 MiB
     body_timeout_s: float = 5.0
-    budget_s: float = 2.0  # per-request evaluation budget (keep below the webhook's timeoutSeconds)
+    budget_s: float = 2.0  # per-review time budget (keep below the webhook's timeoutSeconds)
+    max_connections: int = 1000
+    handshake_timeout_s: float = 5.0
+    header_timeout_s: float = 5.0
+    keep_alive_s: int = 30  # below the API server's 90 s idle timeout, so it reuses connections
+    max_header_bytes: int = 16 << 10
+    workers: int = 2  # threads for ordinary reviews
+    queue: int = 64  # ordinary reviews admitted at once (running + waiting); more get 429
+    large_body_bytes: int = 256 << 10  # bodies above this go to the heavy lane
+    large_workers: int = 1
+    large_queue: int = 2
 
 
 class _Metrics:
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()
         self.requests = Counter("vllm_configurator_admission_requests", "AdmissionReview requests by verdict",
@@ -43,11 +87,49 @@ class _Metrics:
         self.latency = Histogram("vllm_configurator_admission_latency_seconds", "Time to answer a review",
                                  buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5),
                                  registry=self.registry)
+        self.closed = Counter("vllm_configurator_admission_connections_closed",
+                              "Connections closed by the server's guards", ["reason"], registry=self.registry)
+        self.busy = Gauge("vllm_configurator_admission_reviews_in_flight", "Reviews admitted and not answered",
+                          ["lane"], registry=self.registry)
 
     def render(self) -> bytes:
         from prometheus_client import generate_latest
 
         return generate_latest(self.registry)
+
+
+class _Lane:
+    """A bounded pool of worker threads: at most `capacity` reviews admitted (running or waiting)."""
+
+    def __init__(self, name: str, workers: int, capacity: int) -> None:
+        self.name = name
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"review-{name}")
+        self.capacity = capacity
+        self.busy = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Any, *args: Any) -> Future | None:
+        with self._lock:
+            if self.busy >= self.capacity:
+                return None
+            self.busy += 1
+        fut = self.pool.submit(fn, *args)
+        fut.add_done_callback(self._release)  # when the work really ends, not when its answer is given
+        return fut
+
+    def _release(self, _fut: Future) -> None:
+        with self._lock:
+            self.busy -= 1
+
+
+class _Progress:
+    """What a worker has read so far (the timeout answer needs the uid)."""
+
+    request: Request | None = None
+    mentions_vllm: bool | None = None  # None until the boundary walk has finished
+
+    def seen(self, shape: Any) -> None:
+        self.mentions_vllm = shape.mentions_vllm
 
 
 class WebhookApp:
@@ -57,12 +139,14 @@ class WebhookApp:
         self.s = settings
         self.metrics = _Metrics()
         self.ready = False
+        self.lanes = (_Lane("ordinary", settings.workers, settings.queue),
+                      _Lane("heavy", settings.large_workers, settings.large_queue))
 
     def warm_up(self) -> None:
         """Load catalogs and profiles once, before the first review (readyz turns green after)."""
-        verdict_for({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "warm-up"},
-                     "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:latest",
-                                              "args": ["vllm", "serve", "Qwen/Qwen3-0.6B"]}]}}, self.s.options)
+        assess({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "warm-up"},
+                "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:latest",
+                                         "args": ["vllm", "serve", "Qwen/Qwen3-0.6B"]}]}}, self.s.options)
         self.ready = True
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -73,6 +157,8 @@ class WebhookApp:
                     await asyncio.to_thread(self.warm_up)
                     await send({"type": "lifespan.startup.complete"})
                 elif msg["type"] == "lifespan.shutdown":
+                    for lane in self.lanes:
+                        lane.pool.shutdown(wait=False, cancel_futures=True)
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         if scope["type"] != "http":
@@ -87,8 +173,14 @@ class WebhookApp:
         if path != "/validate":
             return await _send(send, 404, b'{"error": "not found"}')
         if method != "POST":
-            return await _send(send, 405, b'{"error": "POST an AdmissionReview"}')
+            return await _send(send, 405, b'{"error": "POST an AdmissionReview"}', allow=b"POST")
         await self._validate(scope, receive, send)
+
+    def _work(self, body: bytes, progress: _Progress) -> Verdict:
+        """In a worker thread: parse, check at the boundary, evaluate."""
+        req = parse_request(loads(body))
+        progress.request = req
+        return assess(req.object, self.s.options, self.s.on_error, self.s.on_failure, on_shape=progress.seen)
 
     async def _validate(self, scope: dict, receive: Any, send: Any) -> None:
         t0 = time.perf_counter()
@@ -105,34 +197,47 @@ class WebhookApp:
             return await self._reject(send, 408, "request body not received in time", t0)
         except _TooLarge:
             return await self._reject(send, 413, f"body exceeds {self.s.max_body_bytes} bytes", t0)
+        lane = self.lanes[len(body) > self.s.large_body_bytes]
+        progress = _Progress()
+        fut = lane.submit(self._work, body, progress)
+        if fut is None:
+            return await self._reject(send, 429, f"{lane.name} reviews at capacity ({lane.capacity}); retry", t0,
+                                      retry_after=True)
+        self.metrics.busy.labels(lane.name).set(lane.busy)
         try:
-            uid, obj, dry_run = parse_review(json.loads(body))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return await self._reject(send, 400, "body is not JSON", t0)
-        except ReviewError as e:
+            v = await asyncio.wait_for(asyncio.wrap_future(fut), self.s.budget_s)
+        except (ShapeError, ReviewError) as e:
             return await self._reject(send, 400, str(e), t0)
-        try:
-            v = await asyncio.wait_for(asyncio.to_thread(verdict_for, obj, self.s.options, self.s.on_error),
-                                       self.s.budget_s)
-            out = response(uid, v)
+        except asyncio.TimeoutError:
+            if progress.request is None:  # still waiting for a worker: no uid to answer in the review
+                return await self._reject(send, 503, f"review not started within {self.s.budget_s:g} s; retry", t0,
+                                          retry_after=True)
+            v = failure_verdict(f"timed out after {self.s.budget_s:g} s", self.s.on_failure, code=504,
+                                vllm=progress.mentions_vllm)
+        except Exception as e:  # a fault before the uid was read: the API server applies its failurePolicy
+            log.error({"event": "review-error", "error": type(e).__name__, "where": _where(e)})
+            if progress.request is None:
+                return await self._reject(send, 400, f"cannot read the request ({type(e).__name__})", t0)
+            v = failure_verdict(f"internal error: {type(e).__name__}", self.s.on_failure, code=500,
+                                vllm=progress.mentions_vllm)
+        req = progress.request
+        assert req is not None
+        out = response(req.uid, v)
+        if v.failure:
+            verdict = "failed-open" if v.allowed else "failed-closed"
+            log.warning({"event": "review-failed", "uid": req.uid, "reason": v.failure, "allowed": v.allowed})
+        else:
             verdict = "denied" if not v.allowed else ("warned" if v.warnings else "allowed")
-        except Exception as e:
-            why = "timed out" if isinstance(e, asyncio.TimeoutError) else f"internal error: {type(e).__name__}"
-            allowed = self.s.on_failure == "allow"
-            out = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                   "response": {"uid": uid, "allowed": allowed,
-                                **({"warnings": [f"vllm-configurator not applied: {why}"]} if allowed else
-                                   {"status": {"code": 500, "message": f"vllm-configurator: {why}"}})}}
-            verdict, v = ("failed-open" if allowed else "failed-closed"), None
-            log.warning(json.dumps({"event": "review-failed", "uid": uid, "reason": why}))
         dt = time.perf_counter() - t0
         self.metrics.requests.labels(verdict).inc()
         self.metrics.latency.observe(dt)
-        meta = (obj or {}).get("metadata") or {}
-        log.info(json.dumps({"event": "review", "uid": uid, "kind": (obj or {}).get("kind"), "name": meta.get("name"),
-                             "namespace": meta.get("namespace"), "verdict": verdict, "dry_run": dry_run,
-                             "rules": sorted({f.rule for f in v.findings}) if v else [],
-                             "ms": round(dt * 1000, 2)}))
+        obj = req.object or {}
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        namespace = req.namespace or (meta.get("namespace") if isinstance(meta.get("namespace"), str) else None)
+        name = req.name or (meta.get("name") if isinstance(meta.get("name"), str) else None)
+        log.info({"event": "review", "uid": req.uid, "kind": req.kind or _text(obj.get("kind")), "name": name,
+                  "namespace": namespace, "verdict": verdict, "dry_run": req.dry_run,
+                  "rules": sorted({f.rule for f in v.findings}), "ms": round(dt * 1000, 2)})
         await _send(send, 200, json.dumps(out).encode())
 
     async def _read(self, receive: Any) -> bytes:
@@ -149,21 +254,146 @@ class WebhookApp:
             if not msg.get("more_body"):
                 return b"".join(chunks)
 
-    async def _reject(self, send: Any, code: int, why: str, t0: float) -> None:
+    async def _reject(self, send: Any, code: int, why: str, t0: float, retry_after: bool = False) -> None:
         self.metrics.requests.labels(f"rejected-{code}").inc()
         self.metrics.latency.observe(time.perf_counter() - t0)
-        log.info(json.dumps({"event": "rejected", "code": code, "reason": why}))
-        await _send(send, code, json.dumps({"error": why}).encode())
+        log.info({"event": "rejected", "code": code, "reason": why})
+        await _send(send, code, json.dumps({"error": why}).encode(), retry_after=b"1" if retry_after else None)
+
+
+def _text(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
 
 
 class _TooLarge(Exception):
     pass
 
 
-async def _send(send: Any, status: int, body: bytes, ctype: str = "application/json") -> None:
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode())]})
+async def _send(send: Any, status: int, body: bytes, ctype: str = "application/json", *,
+                retry_after: bytes | None = None, allow: bytes | None = None) -> None:
+    headers = [(b"content-type", ctype.encode()), (b"content-length", str(len(body)).encode())]
+    if retry_after:
+        headers.append((b"retry-after", retry_after))
+    if allow:
+        headers.append((b"allow", allow))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _where(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    return f"{os.path.basename(tb[-1].filename)}:{tb[-1].lineno}" if tb else ""
+
+
+class JsonFormatter(logging.Formatter):
+    """Every record as one JSON line: ours are dicts; uvicorn's text becomes {"message": ...}; an
+    exception becomes its type, its first line and where it was raised (never a multi-line traceback)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {"time": round(record.created, 3), "level": record.levelname.lower(),
+                               "logger": record.name}
+        if isinstance(record.msg, dict):
+            out.update(record.msg)
+        else:
+            out["event"] = "log"
+            try:
+                out["message"] = record.getMessage()
+            except (TypeError, ValueError):
+                out["message"] = str(record.msg)
+        if record.exc_info and record.exc_info[1] is not None:
+            e = record.exc_info[1]
+            out["error"] = type(e).__name__
+            out["detail"] = (str(e).splitlines() or [""])[0][:500]
+            out["where"] = _where(e)
+        return json.dumps(out, default=str)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """One JSON handler on the root logger; uvicorn's loggers propagate to it."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "asyncio"):
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = True
+
+
+def guarded_protocol(settings: WebhookSettings, metrics: _Metrics | None) -> type:
+    """uvicorn's h11 protocol with a connection cap and a deadline for each request's headers."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GuardedH11Protocol(H11Protocol):
+        _guard: asyncio.TimerHandle | None = None
+
+        def _closed_by_guard(self, reason: str) -> None:
+            if metrics is not None:
+                metrics.closed.labels(reason).inc()
+            if not self.transport.is_closing():
+                self.transport.abort()
+
+        def _arm(self) -> None:
+            if self._guard is None:
+                self._guard = self.loop.call_later(settings.header_timeout_s, self._closed_by_guard, "header-timeout")
+
+        def _disarm(self) -> None:
+            if self._guard is not None:
+                self._guard.cancel()
+                self._guard = None
+
+        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > settings.max_connections:
+                self._closed_by_guard("connection-limit")
+                return
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            before = self.cycle
+            super().data_received(data)
+            if self.cycle is not before:  # a request's headers arrived
+                self._disarm()
+            elif self.cycle is None or self.cycle.response_complete:
+                self._arm()  # bytes of a request whose headers are not complete yet
+
+        def on_response_complete(self) -> None:
+            self._disarm()  # idle from here: uvicorn's keep-alive timeout applies
+            super().on_response_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+    return GuardedH11Protocol
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A bound socket, or one InputError line (a bad host, a busy port, no permission)."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError, OSError) as e:
+        raise InputError(f"cannot listen on {host}:{port}: {getattr(e, 'strerror', None) or e}") from None
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+    except OSError as e:
+        sock.close()
+        raise InputError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _small_tls_buffers() -> None:
+    """asyncio gives every TLS connection a 256 KiB read buffer (a class attribute of its SSL
+    protocol); one TLS record needs 16 KiB. Smaller buffers are what keep thousands of idle
+    connections inside the pod's memory limit."""
+    import asyncio.sslproto as sslproto
+
+    if getattr(sslproto.SSLProtocol, "max_size", 0) > TLS_READ_BUFFER_BYTES:
+        sslproto.SSLProtocol.max_size = TLS_READ_BUFFER_BYTES
 
 
 async def _watch_certificate(config: Any, cert: str, key: str, every_s: float = 2.0) -> None:
@@ -171,6 +401,7 @@ async def _watch_certificate(config: Any, cert: str, key: str, every_s: float = 
     def stamp() -> tuple[float, float]:
         return os.stat(cert).st_mtime_ns, os.stat(key).st_mtime_ns
 
+    every_s = max(1.0, every_s)
     last = stamp()
     while True:
         await asyncio.sleep(every_s)
@@ -179,29 +410,61 @@ async def _watch_certificate(config: Any, cert: str, key: str, every_s: float = 
             if now != last:
                 config.ssl.load_cert_chain(cert, key)
                 last = now
-                log.info(json.dumps({"event": "certificate-reloaded", "cert": cert}))
+                log.info({"event": "certificate-reloaded", "cert": cert})
         except (OSError, ValueError) as e:  # mid-rotation: try again next tick
-            log.warning(json.dumps({"event": "certificate-reload-failed", "error": str(e)}))
+            log.warning({"event": "certificate-reload-failed", "error": type(e).__name__, "detail": str(e)[:300]})
+
+
+def build(settings: WebhookSettings, *, host: str, port: int, cert: str | None, key: str | None) -> tuple[Any, Any]:
+    """(uvicorn.Config, app) with every limit set; raises InputError for unusable TLS files."""
+    import ssl
+
+    import uvicorn
+
+    app = WebhookApp(settings)
+    config = uvicorn.Config(app, host=host, port=port, ssl_certfile=cert, ssl_keyfile=key, log_config=None,
+                            access_log=False, lifespan="on", timeout_keep_alive=settings.keep_alive_s,
+                            timeout_graceful_shutdown=20, h11_max_incomplete_event_size=settings.max_header_bytes,
+                            limit_concurrency=settings.max_connections, server_header=False,
+                            http=guarded_protocol(settings, app.metrics))
+    try:
+        config.load()
+    except (OSError, ssl.SSLError) as e:
+        raise InputError(f"cannot load the TLS certificate or key: {getattr(e, 'strerror', None) or e}") from None
+    return config, app
 
 
 def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, key: str | None,
-          reload_every_s: float = 2.0) -> None:
-    """Run the webhook until SIGTERM / SIGINT (uvicorn handles both gracefully)."""
+          reload_every_s: float = 2.0, log_setup: bool = True, on_start: Any = None) -> None:
+    """Run the webhook until SIGTERM / SIGINT (uvicorn handles both gracefully). `on_start(server)` is
+    called with the uvicorn.Server before it serves (tests stop it with `server.should_exit = True`)."""
     import uvicorn
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    config = uvicorn.Config(WebhookApp(settings), host=host, port=port, ssl_certfile=cert, ssl_keyfile=key,
-                            log_config=None, access_log=False, lifespan="on", timeout_keep_alive=30,
-                            timeout_graceful_shutdown=20, h11_max_incomplete_event_size=64 * 1024)
-    config.load()
+    config, _app = build(settings, host=host, port=port, cert=cert, key=key)
+    sock = _listen(host, port)
+    if log_setup:
+        configure_logging()
+    _small_tls_buffers()
     server = uvicorn.Server(config)
+    if on_start is not None:
+        on_start(server)
 
     async def main() -> None:
+        loop = asyncio.get_running_loop()
+        create_server = loop.create_server
+
+        def with_handshake_timeout(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("ssl") is not None:  # uvicorn does not pass one: asyncio's default is 60 s
+                kwargs.setdefault("ssl_handshake_timeout", settings.handshake_timeout_s)
+            return create_server(*args, **kwargs)
+
+        loop.create_server = with_handshake_timeout  # type: ignore[method-assign]
         watcher = asyncio.create_task(_watch_certificate(config, cert, key, reload_every_s)) if cert and key else None
         try:
-            await server.serve()
+            await server.serve(sockets=[sock])
         finally:
             if watcher:
                 watcher.cancel()
+            sock.close()
 
     asyncio.run(main())

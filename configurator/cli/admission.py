@@ -16,9 +16,12 @@ def _options(config_path: str | None, gpu: str | None):
     return options_from_config(config_path, gpu)
 
 
+_FAILURE_CHOICES = ["deny", "allow-with-warning", "allow"]
+
+
 @click.command("webhook")
 @click.option("--host", default="0.0.0.0", show_default=True)
-@click.option("--port", type=int, default=8443, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True)
 @click.option("--tls-cert-file", "cert", type=click.Path(dir_okay=False), default=None,
               help="Certificate (PEM); re-read when it changes on disk.")
 @click.option("--tls-private-key-file", "key", type=click.Path(dir_okay=False), default=None)
@@ -26,16 +29,27 @@ def _options(config_path: str | None, gpu: str | None):
 @click.option("--gpu", default=None, help="GPU assumed when a workload does not say.")
 @click.option("--on-error", type=click.Choice(["deny", "warn"]), default="deny", show_default=True,
               help="What an error finding does: deny the object, or allow it with warnings.")
-@click.option("--on-failure", type=click.Choice(["allow", "deny"]), default="allow", show_default=True,
-              help="What a timeout or an internal failure does.")
-@click.option("--budget", type=float, default=2.0, show_default=True, help="Seconds per review.")
-@click.option("--max-body-bytes", type=int, default=3 << 20, show_default=True)
-@click.option("--body-timeout", type=float, default=5.0, show_default=True,
+@click.option("--on-failure", type=click.Choice(_FAILURE_CHOICES), default="deny", show_default=True,
+              help="What a review that cannot be completed (timeout, overload, malformed object, internal error) "
+                   "does for an object naming vLLM: deny it, or allow it with a warning saying it was not checked "
+                   "(`allow` is read as allow-with-warning). Other objects are always allowed.")
+@click.option("--budget", type=click.FloatRange(0, 60, min_open=True), default=2.0, show_default=True,
+              help="Seconds per review (more than 0; keep below the webhook's timeoutSeconds).")
+@click.option("--max-body-bytes", type=click.IntRange(1024, 64 << 20), default=3 << 20, show_default=True)
+@click.option("--body-timeout", type=click.FloatRange(0, 300, min_open=True), default=5.0, show_default=True,
               help="Seconds a client may take to send its request body.")
-@click.option("--cert-reload-interval", type=float, default=2.0, show_default=True,
-              help="Seconds between checks of the certificate files for rotation.")
+@click.option("--cert-reload-interval", type=click.FloatRange(1, 3600), default=2.0, show_default=True,
+              help="Seconds between checks of the certificate files for rotation (at least 1).")
+@click.option("--max-connections", type=click.IntRange(1, 100_000), default=1000, show_default=True,
+              help="Connections held at once; more are closed (uvicorn answers 503 at the limit).")
+@click.option("--header-timeout", type=click.FloatRange(0, 300, min_open=True), default=5.0, show_default=True,
+              help="Seconds a client may take to finish the TLS handshake, and to send a request's headers.")
+@click.option("--keep-alive", type=click.IntRange(1, 3600), default=30, show_default=True,
+              help="Seconds an idle keep-alive connection is kept.")
+@click.option("--queue", type=click.IntRange(1, 10_000), default=64, show_default=True,
+              help="Reviews admitted at once (running or waiting); more are answered 429 at once.")
 def webhook_cmd(host, port, cert, key, config_path, gpu, on_error, on_failure, budget, max_body_bytes,
-                body_timeout, cert_reload_interval) -> None:
+                body_timeout, cert_reload_interval, max_connections, header_timeout, keep_alive, queue) -> None:
     """Serve the validating admission webhook over HTTPS: POST /validate, GET /healthz /readyz /metrics."""
     try:
         import prometheus_client  # noqa: F401
@@ -48,8 +62,11 @@ def webhook_cmd(host, port, cert, key, config_path, gpu, on_error, on_failure, b
     if bool(cert) != bool(key):
         raise InputError("--tls-cert-file and --tls-private-key-file go together")
     opts, _ = _options(config_path, gpu)
-    serve(WebhookSettings(options=opts, on_error=on_error, on_failure=on_failure, budget_s=budget,
-                          max_body_bytes=max_body_bytes, body_timeout_s=body_timeout),
+    serve(WebhookSettings(options=opts, on_error=on_error,
+                          on_failure="deny" if on_failure == "deny" else "allow-with-warning", budget_s=budget,
+                          max_body_bytes=max_body_bytes, body_timeout_s=body_timeout, max_connections=max_connections,
+                          handshake_timeout_s=header_timeout, header_timeout_s=header_timeout,
+                          keep_alive_s=keep_alive, queue=queue),
           host=host, port=port, cert=cert, key=key, reload_every_s=cert_reload_interval)
 
 
@@ -57,33 +74,47 @@ def webhook_cmd(host, port, cert, key, config_path, gpu, on_error, on_failure, b
 @click.option("--config", "config_path", default=None)
 @click.option("--gpu", default=None)
 @click.option("--on-error", type=click.Choice(["deny", "warn"]), default="deny", show_default=True)
-def review_cmd(config_path, gpu, on_error) -> None:
-    """Read an AdmissionReview (or a manifest) on stdin and print the webhook's AdmissionReview response.
+@click.option("--on-failure", type=click.Choice(_FAILURE_CHOICES), default="deny", show_default=True,
+              help="As for `webhook`: what an object that cannot be checked gets.")
+def review_cmd(config_path, gpu, on_error, on_failure) -> None:
+    """Read AdmissionReviews or manifests on stdin (JSON, or YAML with any number of documents, such as
+    `plan --emit manifest` output) and print the webhook's AdmissionReview response for each object:
+    one JSON object for a single object, a JSON list for several.
 
-    Exit 0 when allowed, 1 when denied, 2 for bad input.
+    Exit 0 when all are allowed, 1 when any is denied, 2 for bad input (nothing is printed then).
     """
-    import yaml
+    from configurator.admission.review import ReviewError, assess, parse_request, response
+    from configurator.lint.load import parse_text
+    from configurator.safe_io import decode_text, read_stdin
 
-    from configurator.admission.review import ReviewError, response, review, verdict_for
-
-    if sys.stdin.isatty():
-        raise InputError("pipe an AdmissionReview or a manifest into standard input")
+    text = decode_text(read_stdin(), "standard input")
     opts, _ = _options(config_path, gpu)
+    on_failure = "deny" if on_failure == "deny" else "allow-with-warning"
     try:
-        body = yaml.safe_load(sys.stdin.read())
-    except yaml.YAMLError:
-        raise InputError("standard input is not JSON or YAML") from None
-    if isinstance(body, dict) and body.get("kind") == "AdmissionReview":
-        try:
-            out = review(body, opts, on_error)
-        except ReviewError as e:
-            raise InputError(str(e)) from None
-    elif isinstance(body, dict):
-        out = response("manifest", verdict_for(body, opts, on_error))
-    else:
+        docs, problems = parse_text(text, "<stdin>")
+    except RecursionError:  # the loader recurses over nesting and aliases: a boundary, so one line here
+        raise InputError("standard input: nested too deeply, or an alias that contains itself") from None
+    if problems:
+        p = problems[0]
+        raise InputError(f"standard input, line {p.loc.line}: {p.message}")
+    if not docs:
         raise InputError("standard input holds neither an AdmissionReview nor a Kubernetes object")
-    click.echo(json.dumps(out, indent=2))
-    sys.exit(int(ExitCode.OK if out["response"]["allowed"] else ExitCode.FAIL))
+    out = []
+    for n, doc in enumerate(docs, 1):
+        body = doc.data
+        if isinstance(body, dict) and body.get("kind") == "AdmissionReview":
+            try:
+                req = parse_request(body)
+            except ReviewError as e:
+                raise InputError(f"document {n}: {e}") from None
+            out.append(response(req.uid, assess(req.object, opts, on_error, on_failure)))
+        elif isinstance(body, dict):
+            out.append(response(f"manifest-{n}" if len(docs) > 1 else "manifest",
+                                assess(body, opts, on_error, on_failure)))
+        else:
+            raise InputError(f"document {n}: not a Kubernetes object or an AdmissionReview")
+    click.echo(json.dumps(out[0] if len(out) == 1 else out, indent=2))
+    sys.exit(int(ExitCode.OK if all(o["response"]["allowed"] for o in out) else ExitCode.FAIL))
 
 
 @click.command("audit")

@@ -129,17 +129,23 @@ class Options:
     severities: dict[str, str] | None = None
     settings: Settings | None = None  # the config file: GPU map, models, per-rule paths
     catalog: bool = True  # with no GPU type, evaluate against every catalog GPU
+    # name -> ModelSpec in place of the lookup below (the webhook's: catalog only, never a pod's path)
+    model_resolver: Any = None
 
 
 # -- model, GPU, release ------------------------------------------------------------------------------
 
-def _model(name: str, dirs: tuple[str, ...], cache: dict) -> tuple[Any, str | None]:
+def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None) -> tuple[Any, str | None]:
     if name in cache:
         return cache[name]
     from configurator.model.resolve import load_local, resolve_model
 
     result: tuple[Any, str | None]
     try:
+        if resolver is not None:
+            result = (resolver(name), None)
+            cache[name] = result
+            return result
         for d in dirs:
             for cand in (Path(d) / (name.replace("/", "__") + ".json"), Path(d) / name / "config.json",
                          Path(d) / name.rsplit("/", 1)[-1] / "config.json"):
@@ -367,7 +373,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
         try:
             name = s.flags.get("model")
             model_id = settings.model_for(str(name)) if name is not None else None
-            model, model_error = _model(model_id, dirs, models) if model_id else (None, None)
+            model, model_error = _model(model_id, dirs, models, opts.model_resolver) if model_id else (None, None)
             if name is None:
                 model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
             gpu, gpu_source = _gpu(s, opts, settings)

@@ -62,15 +62,13 @@ class Webhook:
         return out
 
 
-@pytest.fixture(scope="module")
-def webhook(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("webhook")
+def start_webhook(folder: Path, *extra: str) -> Webhook:
+    """`vllm-configurator webhook` on a free loopback port, ready (or RuntimeError with its log)."""
     cert, key = make_cert(folder)
     port = free_port()
     log = folder / "webhook.log"
     exe = [sys.executable, "-m", "configurator.cli.main", "webhook", "--host", "127.0.0.1", "--port", str(port),
-           "--tls-cert-file", str(cert), "--tls-private-key-file", str(key), "--body-timeout", "1",
-           "--cert-reload-interval", "0.5"]
+           "--tls-cert-file", str(cert), "--tls-private-key-file", str(key), *extra]
     with log.open("w") as out:
         proc = subprocess.Popen(exe, stdout=out, stderr=subprocess.STDOUT)
     hook = Webhook(port, cert, proc, log)
@@ -78,12 +76,24 @@ def webhook(tmp_path_factory):
     while time.time() < deadline:
         try:
             if hook.get("/readyz")[0] == 200:
-                break
+                return hook
         except (OSError, ssl.SSLError):
             time.sleep(0.2)
-    else:
-        proc.kill()
-        raise RuntimeError("webhook did not start:\n" + log.read_text())
+    proc.kill()
+    raise RuntimeError("webhook did not start:\n" + log.read_text())
+
+
+def stop_webhook(hook: Webhook) -> None:
+    hook.proc.terminate()
+    try:
+        hook.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        hook.proc.kill()
+        hook.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def webhook(tmp_path_factory):
+    hook = start_webhook(tmp_path_factory.mktemp("webhook"), "--body-timeout", "1", "--cert-reload-interval", "1")
     yield hook
-    proc.terminate()
-    proc.wait(timeout=30)
+    stop_webhook(hook)

@@ -7,6 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
+from configurator.admission.audit import CORE
 from configurator.lint.engine import Options, evaluate
 from configurator.lint.load import Document
 from tests.conftest import ROOT
@@ -53,8 +54,15 @@ def api(tmp_path_factory):
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             path = self.path.split("?", 1)[0]
-            if path in recorded:
-                body, code = {"kind": "List", "apiVersion": "v1", "items": recorded[path]}, 200
+            namespace = None
+            if "/namespaces/" in path:  # /api/v1/namespaces/ml/pods -> /api/v1/pods, items in ml only
+                head, rest = path.split("/namespaces/", 1)
+                namespace, plural = rest.split("/", 1)
+                path = f"{head}/{plural}"
+            if path in recorded or path.rsplit("/", 1)[-1] in CORE:
+                items = [o for o in recorded.get(path, [])
+                         if namespace is None or o["metadata"].get("namespace") == namespace]
+                body, code = {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}, 200
             else:
                 body, code = {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}, 404
             data = json.dumps(body).encode()

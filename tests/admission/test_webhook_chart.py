@@ -17,7 +17,8 @@ def test_lint():
 
 
 @pytest.mark.parametrize("args", [(), ("--set", "tls.certManager.enabled=true"),
-                                  ("--set", "onError=warn", "--set", "webhook.failurePolicy=Fail")])
+                                  ("--set", "onError=warn", "--set", "webhook.failurePolicy=Fail"),
+                                  ("--set", "onFailure=allow-with-warning", "--set", "autoscaling.enabled=true")])
 def test_renders_valid_objects(args):
     objs = _render(*args)
     kinds = sorted(o["kind"] for o in objs)
@@ -32,7 +33,14 @@ def test_renders_valid_objects(args):
     excluded = hook["namespaceSelector"]["matchExpressions"][0]["values"]
     assert "vllm-system" in excluded and "kube-system" in excluded
     dep = next(o for o in objs if o["kind"] == "Deployment")
-    assert dep["spec"]["replicas"] == 2
+    cmd = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--max-connections=1000" in cmd and "--header-timeout=5" in cmd
+    hpa = [o for o in objs if o["kind"] == "HorizontalPodAutoscaler"]
+    if "autoscaling.enabled=true" in args:
+        assert "replicas" not in dep["spec"] and hpa[0]["spec"]["minReplicas"] == 2
+        assert "--on-failure=allow-with-warning" in cmd
+    else:
+        assert not hpa and dep["spec"]["replicas"] == 2 and "--on-failure=deny" in cmd
     if "tls.certManager.enabled=true" in args:
         assert "caBundle" not in hook["clientConfig"]
         assert next(o for o in objs if o["kind"] == "ValidatingWebhookConfiguration")["metadata"]["annotations"][
@@ -45,3 +53,5 @@ def test_renders_valid_objects(args):
 def test_wrong_values_are_refused():
     bad = helm("template", "adm", str(CHART), "--set", "onError=maybe", check=False)
     assert bad.returncode != 0 and "onError" in bad.stderr
+    bad = helm("template", "adm", str(CHART), "--set", "limits.maxConnections=0", check=False)
+    assert bad.returncode != 0 and "maxConnections" in bad.stderr

@@ -1,0 +1,83 @@
+"""`serve` in-process on loopback (a thread), so coverage measures the wiring: TLS, the connection cap,
+the header deadline, certificate rotation and a clean stop."""
+
+import hashlib
+import json
+import socket
+import ssl
+import threading
+import time
+
+import pytest
+
+from configurator.admission.server import WebhookSettings, serve
+from tests.admission.conftest import Webhook, free_port, make_cert
+
+
+@pytest.fixture
+def live(tmp_path):
+    cert, key = make_cert(tmp_path)
+    port = free_port()
+    box = {}
+    settings = WebhookSettings(max_connections=2, header_timeout_s=0.5, handshake_timeout_s=0.5, keep_alive_s=1)
+    t = threading.Thread(target=serve, args=(settings,), daemon=True,
+                         kwargs={"host": "127.0.0.1", "port": port, "cert": str(cert), "key": str(key),
+                                 "reload_every_s": 1, "log_setup": False, "on_start": lambda s: box.update(s=s)})
+    t.start()
+    hook = Webhook(port, cert, None, tmp_path / "none.log")
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            if hook.get("/readyz")[0] == 200:
+                break
+        except (OSError, ssl.SSLError):
+            time.sleep(0.1)
+    yield hook
+    box["s"].should_exit = True
+    t.join(30)
+    assert not t.is_alive()
+
+
+def _fingerprint(port):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port)) as raw, ctx.wrap_socket(raw, server_hostname="x") as tls:
+        return hashlib.sha256(tls.getpeercert(binary_form=True)).hexdigest()
+
+
+def test_guards_and_rotation_in_process(live):
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": {"uid": "a", "object": {"kind": "ConfigMap", "metadata": {"name": "c"}}}}
+    status, body = live.post(review)
+    assert status == 200 and body["response"]["allowed"] is True
+    # headers that never finish: closed after the header deadline
+    tls = live.context().wrap_socket(socket.create_connection(("127.0.0.1", live.port)), server_hostname="localhost")
+    tls.sendall(b"POST /validate HTTP/1.1\r\n")
+    tls.settimeout(3)
+    t0 = time.time()
+    assert tls.recv(10) == b"" and time.time() - t0 < 2.5
+    tls.close()
+    # past the connection cap (2): the extra connections are closed at once
+    held = [live.context().wrap_socket(socket.create_connection(("127.0.0.1", live.port)),
+                                       server_hostname="localhost") for _ in range(4)]
+    closed = 0
+    for s in held:
+        s.settimeout(0.3)
+        try:
+            closed += s.recv(1) == b""
+        except TimeoutError:
+            pass
+        except OSError:
+            closed += 1
+    for s in held:
+        s.close()
+    assert closed >= 2
+    time.sleep(0.6)  # the held ones reach their header deadline
+    before = _fingerprint(live.port)
+    make_cert(live.cert.parent, cn="rotated.localhost")
+    deadline = time.time() + 5
+    while _fingerprint(live.port) == before and time.time() < deadline:
+        time.sleep(0.2)
+    assert _fingerprint(live.port) != before
+    assert json.loads(json.dumps(live.get("/healthz"))) == [200, "ok"]
