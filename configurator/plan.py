@@ -4,22 +4,27 @@ given a GPU count, the parallelism) that vLLM accepts and that carry a workload;
 A pure search over candidates, each judged by `estimate` (the same memory core, release and
 calibration). Preference order, first to last, documented in docs/plan.md:
 
-1. parallelism: for `--gpus N`, tensor parallelism within a node (`--gpus-per-node`, 8) and as wide as
-   the heads allow, pipeline stages across nodes;
+1. parallelism: for `--gpus N` (at most MAX_GPUS), the tensor x pipeline splits over the divisors of
+   N: tensor parallelism within a node (`--gpus-per-node`, 8) and as wide as the heads allow,
+   pipeline stages across nodes;
 2. full-precision KV before fp8 when both carry the workload; fp8 only where the GPU supports it;
 3. the lowest utilization that carries it, from 0.90 up to 0.95 (never 0.98: the margin holds the
    CUDA context, NCCL and fragmentation);
-4. max_model_len = the workload's longest request, or the model's full context when the pool holds
-   the target concurrency and one full-context request with the headroom to spare;
+4. max_model_len = the workload's longest request rounded up to a multiple of 1,024 tokens (within
+   the model's limit), or what was asked (`full`: the model's limit);
 5. max_num_seqs = what the pool holds at the typical length, less the headroom, capped at vLLM's
    default for the GPU class.
+
+When no candidate carries the target, the result is still a plan: the candidate that carries the
+most requests ("short", with how far and the checked remedies), or, when vLLM would start with
+none, the most preferred candidate and why it fails ("nothing-starts").
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -37,6 +42,12 @@ from configurator.workloads import Workload, override
 
 UTILIZATIONS = (0.90, 0.92, 0.95)
 DEFAULT_HEADROOM = 0.10
+# the largest --gpus a plan searches (128 nodes of 8): the split is searched over its divisors
+MAX_GPUS = 1024
+# --max-model-len is the workload's longest request rounded up to this many tokens
+LEN_STEP_TOKENS = 1024
+# "use a larger GPU" stays within the planned GPU's class (profiles/gpus/*.yaml gpu_class)
+GPU_CLASS_LABELS = {"datacenter": "data-centre", "workstation": "workstation", "desktop": "consumer / desktop"}
 
 
 class Reason(BaseModel):
@@ -76,7 +87,12 @@ class Capacity(BaseModel):
 class PlanResult(BaseModel):
     """The plan; schemas/plan.schema.json is generated from this."""
 
-    feasible: bool
+    feasible: bool = Field(description="the plan carries the target workload with the headroom")
+    status: Literal["carries", "short", "nothing-starts"] = Field(
+        "carries", description="carries the target; short of it (the flags that carry the most of it); or vLLM "
+                               "would start with no candidate")
+    carried_concurrency: int = Field(0, description="concurrent requests of the typical length the flags carry "
+                                                    "with the headroom kept (the target when it carries)")
     vllm_version: str
     model: str
     gpu: str
@@ -112,6 +128,7 @@ class PlanRequest:
     quantization: str | None = None
     entry: str = "server"
     gpus_per_node: int = 8  # tensor parallelism stays within a node when it can
+    max_model_len: int | Literal["full"] | None = None  # None: the workload's longest request, rounded up
 
 
 @dataclass(frozen=True)
@@ -133,28 +150,57 @@ def _gpu(req: PlanRequest) -> GPU:
     raise InputError("name a GPU with --gpu (see `vllm-configurator gpus`) or give --gpu-memory")
 
 
+def _divisors(n: int) -> list[int]:
+    """The divisors of n in increasing order, by trial up to its square root (n <= MAX_GPUS)."""
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d * d != n:
+                large.append(n // d)
+        d += 1
+    return small + large[::-1]
+
+
+def _check_gpu_counts(req: PlanRequest) -> None:
+    for name, v in (("--gpus", req.gpus), ("--tensor-parallel-size", req.tensor_parallel_size),
+                    ("--pipeline-parallel-size", req.pipeline_parallel_size)):
+        if v is not None and not 1 <= v <= MAX_GPUS:
+            raise InputError(f"{name} must be between 1 and {MAX_GPUS:,}, got {v}")
+    if not 1 <= req.gpus_per_node <= MAX_GPUS:
+        raise InputError(f"--gpus-per-node must be between 1 and {MAX_GPUS:,}, got {req.gpus_per_node}")
+    n = (req.tensor_parallel_size or 1) * (req.pipeline_parallel_size or 1)
+    if n > MAX_GPUS:
+        raise InputError(f"tensor x pipeline parallelism of {n:,} GPUs is beyond the {MAX_GPUS:,} a plan covers")
+
+
+def _splits_heads(model: ModelSpec, tp: int) -> bool:
+    """vLLM's checks: tensor parallelism divides the attention heads, and the KV and recurrent-state
+    heads it splits (KV heads fewer than tp are replicated instead)."""
+    if model.num_attention_heads % tp:
+        return False
+    if any(g.kind in ("full", "sliding", "chunked") and g.num_kv_heads >= tp and g.num_kv_heads % tp
+           for g in model.layers):
+        return False
+    return not any(g.mamba is not None and g.mamba.num_heads and g.mamba.num_heads % tp for g in model.layers)
+
+
 def _parallel_options(model: ModelSpec, req: PlanRequest) -> list[tuple[int, int]]:
     if req.tensor_parallel_size or req.pipeline_parallel_size or not req.gpus:
         return [(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1)]
-    out = []
-    for pp in range(1, req.gpus + 1):
-        if req.gpus % pp or pp > model.num_hidden_layers:
-            continue
-        tp = req.gpus // pp
-        if model.num_attention_heads % tp:
-            continue
-        if any(g.kind in ("full", "sliding", "chunked") and g.num_kv_heads >= tp and g.num_kv_heads % tp
-               for g in model.layers):
-            continue
-        if any(g.mamba is not None and g.mamba.num_heads and g.mamba.num_heads % tp for g in model.layers):
-            continue
-        out.append((tp, pp))
+    out = [(req.gpus // pp, pp) for pp in _divisors(req.gpus)
+           if pp <= model.num_hidden_layers and _splits_heads(model, req.gpus // pp)]
     # tensor parallelism within a node (NVLink) first; pipeline stages across nodes (vLLM's advice)
     out.sort(key=lambda o: (o[0] > req.gpus_per_node, o[1]))
     if not out:
         raise InputError(f"{req.gpus} GPUs cannot be split into tensor x pipeline parallelism for this model "
                          f"({model.num_attention_heads} attention heads, {model.num_hidden_layers} layers)")
     return out
+
+
+def _layout(tp: int, pp: int) -> str:
+    return f"tensor parallel {tp}" + (f" x pipeline parallel {pp}" if pp > 1 else "")
 
 
 def _kv_options(model: ModelSpec, gpu: GPU, req: PlanRequest) -> list[str]:
@@ -205,11 +251,33 @@ def _carries(c: _Candidate, w: Workload, headroom: float) -> bool:
 
 
 def plan(req: PlanRequest) -> PlanResult:
-    """Plan a deployment. Raises InputError for bad input; an infeasible workload is a result."""
+    """Plan a deployment. Raises InputError for bad input; a workload that does not fit is a result
+    (status "short" or "nothing-starts")."""
     return _solve(req, with_remedies=True)
 
 
+def _plan_len(req: PlanRequest, w: Workload, limit: Any) -> tuple[int, str]:
+    """--max-model-len and why: what the workload needs, rounded up, unless more was asked for."""
+    need = w.max_context_tokens
+    if req.max_model_len == "full":
+        return limit.value, f"the model's full context ({limit.value:,}), as asked ({limit.why})"
+    if req.max_model_len is not None:
+        asked = req.max_model_len
+        if asked < need:
+            raise InputError(f"--max-model-len {asked:,} is shorter than the workload's longest request ({need:,})")
+        if asked > limit.value:
+            raise InputError(f"--max-model-len {asked:,} is beyond the model's limit of {limit.value:,} ({limit.why})")
+        return asked, f"as asked (the workload's longest request is {need:,})"
+    length = min(math.ceil(need / LEN_STEP_TOKENS) * LEN_STEP_TOKENS, limit.value)
+    rounded = f" ({need:,}), rounded up to a multiple of {LEN_STEP_TOKENS:,}" if length != need else ""
+    if length >= limit.value:
+        return length, f"the workload's longest request{rounded}, which is also the model's limit ({limit.why})"
+    return length, (f"the workload's longest request{rounded}; not the model's full {limit.value:,}, which would only "
+                    f"admit longer requests (plan with --max-model-len full for that)")
+
+
 def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
+    _check_gpu_counts(req)
     model = req.model if isinstance(req.model, ModelSpec) else resolve_model(req.model)
     gpu = _gpu(req)
     w = req.workload
@@ -220,6 +288,7 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
     if w.max_context_tokens > limit.value:
         raise InputError(f"the workload needs {w.max_context_tokens:,} tokens of context, beyond the model's limit "
                          f"of {limit.value:,} ({limit.why})")
+    max_len, len_why = _plan_len(req, w, limit)
     parallel = _parallel_options(model, req)
     kvs = _kv_options(model, gpu, req)
     utils = _util_options(req)
@@ -228,14 +297,13 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
     # block check scale with max_num_seqs); sized up to what the pool holds at the end
     seqs0 = max(w.concurrency, min(default_seqs, math.ceil(w.concurrency * (1 + req.headroom))))
 
+    evaluated: list[_Candidate] = []
     chosen: _Candidate | None = None
-    best: _Candidate | None = None  # the largest pool seen, for the shortfall
     for tp, pp in parallel:
         for kv in kvs:
             for util in utils:
-                c = _evaluate(model, gpu, req, tp, pp, kv, util, w.max_context_tokens, seqs0)
-                if best is None or _pool(c) >= _pool(best):
-                    best = c
+                c = _evaluate(model, gpu, req, tp, pp, kv, util, max_len, seqs0)
+                evaluated.append(c)
                 if _carries(c, w, req.headroom):
                     chosen = c
                     break
@@ -243,76 +311,213 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
                 break
         if chosen:
             break
-    assert best is not None
     if chosen is None:
-        return _infeasible(model, gpu, req, best, b.version, with_remedies)
-
-    reasons: list[Reason] = []
-    # 4. the model's full context when the pool has room for it
-    if limit.value > chosen.max_len:
-        full = _evaluate(model, gpu, req, chosen.tp, chosen.pp, chosen.kv, chosen.util, limit.value, seqs0)
-        if _carries(full, w, req.headroom) and full.result.kv_cache.max_concurrency >= 1 + req.headroom:
-            chosen = full
-            len_why = (f"the model's full context ({limit.value:,}): the pool holds the target concurrency and a "
-                       f"full-length request with {req.headroom:.0%} to spare")
-        else:
-            len_why = (f"the workload's longest request; the model's full {limit.value:,} would not leave the "
-                       f"pool room for the target concurrency plus a full-length request")
+        starting = [c for c in evaluated if c.result.fits and c.at_typical >= 1]
+        if not starting:
+            return _nothing_starts(model, gpu, req, evaluated, parallel, b.version, with_remedies)
+        # the flags that carry the most of the workload; on a tie the earlier (preferred) candidate
+        best = max(starting, key=lambda c: c.at_typical)
+        final = _size_short(model, gpu, req, best, default_seqs)
+        status = "short"
     else:
-        len_why = f"the workload's longest request, which is also the model's limit ({limit.why})"
-    # 5. size max_num_seqs to what the pool holds, then re-check with that value
-    seqs = max(w.concurrency, min(default_seqs, int(chosen.at_typical / (1 + req.headroom))))
-    final = _evaluate(model, gpu, req, chosen.tp, chosen.pp, chosen.kv, chosen.util, chosen.max_len, seqs)
-    if _carries(final, w, req.headroom):
-        seqs = max(w.concurrency, min(seqs, int(final.at_typical / (1 + req.headroom))))
-        final = _evaluate(model, gpu, req, chosen.tp, chosen.pp, chosen.kv, chosen.util, chosen.max_len, seqs)
-    if not _carries(final, w, req.headroom):  # max_num_seqs moved the sampler overhead: keep the default
-        final = chosen
+        final = _size_carrying(model, gpu, req, chosen, default_seqs)
+        status = "carries"
+
     res = final.result
+    h = req.headroom
+    carried = w.concurrency if status == "carries" else min(res.flags["max_num_seqs"], int(final.at_typical / (1 + h)))
+    need_n = math.ceil(w.concurrency * (1 + h))
+    shortfall = 0 if status == "carries" else max(
+        math.ceil(res.memory.kv_cache_bytes * need_n / final.at_typical) - res.memory.kv_cache_bytes, 1 << 20)
+    reasons = _reasons(model, req, final, status, utils, kvs, default_seqs, len_why,
+                       [c for c in evaluated if (c.tp, c.pp) != (final.tp, final.pp)])
+    flags = {k: res.flags[k] for k in ("gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs", "max_model_len",
+                                       "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens")}
+    if req.quantization:
+        flags["quantization"] = req.quantization
+    cap = Capacity(target_concurrency=w.concurrency, typical_tokens=w.typical_tokens, headroom=h,
+                   requests_at_typical_length=final.at_typical,
+                   requests_at_max_model_len=res.kv_cache.max_concurrency)
+    summary = _summary(res, final, w)
+    if status == "short":
+        summary = (f"Short of the target: these flags carry {carried:,} of the {w.concurrency:,} concurrent requests "
+                   f"({carried / w.concurrency:.0%}) with {h:.0%} headroom kept; the KV pool is "
+                   f"{format_gib(shortfall)} GiB per GPU short of the {need_n:,} requests the target needs. " + summary)
+    detail = with_remedies
+    name = model.hf_id or model.name
+    return PlanResult(
+        feasible=status == "carries", status=status, carried_concurrency=carried, vllm_version=res.vllm_version,
+        model=name, gpu=gpu.name, gpus=final.tp * final.pp, workload=w.model_dump(), flags=flags, estimate=res,
+        capacity=cap, reasons=reasons, summary=summary,
+        alternatives=_alternatives(model, gpu, req, final, kvs, limit.value) if detail else [],
+        remedies=_remedies(model, gpu, req, final) if detail and status == "short" else [],
+        shortfall_bytes=shortfall, serve_command=serve_command(name, flags),
+        # the stock image's entrypoint is `vllm serve`: its container args start at the model
+        serve_args=serve_args(name, flags)[1:])
+
+
+def _size_carrying(model: ModelSpec, gpu: GPU, req: PlanRequest, chosen: _Candidate, default_seqs: int) -> _Candidate:
+    """max_num_seqs = what the pool holds at the typical length less the headroom, at least the target;
+    re-checked with that value (a larger batch raises the sampler's profiling peak)."""
+    w, h = req.workload, req.headroom
+    seqs = max(w.concurrency, min(default_seqs, int(chosen.at_typical / (1 + h))))
+    final = _evaluate(model, gpu, req, chosen.tp, chosen.pp, chosen.kv, chosen.util, chosen.max_len, seqs)
+    if _carries(final, w, h):
+        seqs = max(w.concurrency, min(seqs, int(final.at_typical / (1 + h))))
+        final = _evaluate(model, gpu, req, chosen.tp, chosen.pp, chosen.kv, chosen.util, chosen.max_len, seqs)
+    return final if _carries(final, w, h) else chosen  # max_num_seqs moved the sampler overhead: keep the target
+
+
+def _size_short(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate, default_seqs: int) -> _Candidate:
+    """The best short candidate with max_num_seqs = what its pool holds less the headroom (at least 1),
+    so vLLM admits no more requests than the pool keeps without preemption."""
+    h = req.headroom
+
+    def starts(c: _Candidate) -> bool:
+        return c.result.fits and c.at_typical >= 1
+
+    seqs = max(1, min(default_seqs, int(best.at_typical / (1 + h))))
+    final = _evaluate(model, gpu, req, best.tp, best.pp, best.kv, best.util, best.max_len, seqs)
+    if starts(final):
+        fewer = max(1, min(seqs, int(final.at_typical / (1 + h))))
+        if fewer != seqs:
+            final = _evaluate(model, gpu, req, best.tp, best.pp, best.kv, best.util, best.max_len, fewer)
+    return final if starts(final) else best
+
+
+def _reasons(model: ModelSpec, req: PlanRequest, final: _Candidate, status: str, utils: list[float],
+             kvs: list[str], default_seqs: int, len_why: str, other_layouts: list[_Candidate]) -> list[Reason]:
+    w, h, res = req.workload, req.headroom, final.result
     kv_name = res.kv_cache.dtype
     margin = format_gib(res.memory.total_bytes - res.memory.requested_bytes)
     if len(utils) == 1 and req.max_gpu_memory_utilization is not None:
         util_why = f"the --max-gpu-memory-utilization cap; {margin} GiB stay outside vLLM's budget"
+    elif status == "short":
+        util_why = (f"the one of {', '.join(f'{u:g}' for u in utils)} that carries the most of the workload; "
+                    f"{margin} GiB stay outside vLLM's budget for the CUDA context, NCCL and fragmentation")
     else:
         util_why = (f"the lowest of {', '.join(f'{u:g}' for u in utils)} that carries the workload; {margin} GiB "
                     f"stay outside vLLM's budget for the CUDA context, NCCL and fragmentation")
-    reasons.append(Reason(flag="gpu_memory_utilization", value=final.util, why=util_why))
     if req.kv_cache_dtype:
         kv_why = f"{req.kv_cache_dtype}, as asked ({kv_name} elements)"
     elif final.kv == "fp8":
-        kv_why = "full-precision KV does not carry the workload; fp8 halves the KV bytes per token"
+        kv_why = ("full-precision KV does not carry the workload; fp8 halves the KV bytes per token"
+                  if status == "carries" else "fp8 halves the KV bytes per token, so the pool holds the most requests")
     elif len(kvs) > 1:
         kv_why = f"full precision ({kv_name}) carries the workload, so fp8's quality risk buys nothing"
     else:
         kv_why = (f"{kv_name}: the checkpoint declares its KV format" if model.quant.kv_cache_dtype
                   else f"{kv_name}: the only KV format this GPU and request allow")
-    reasons.append(Reason(flag="kv_cache_dtype", value=final.kv, why=kv_why))
-    reasons.append(Reason(flag="max_num_seqs", value=res.flags["max_num_seqs"], why=(
-        f"the pool holds {final.at_typical:,} requests of {w.typical_tokens:,} tokens; less {req.headroom:.0%} "
-        f"headroom, capped at vLLM's default of {default_seqs}, and at least the target {w.concurrency}")))
-    reasons.append(Reason(flag="max_model_len", value=final.max_len, why=len_why))
-    if req.gpus and len(parallel) >= 1:
-        reasons.append(Reason(flag="tensor_parallel_size", value=final.tp, why=(
-            f"{req.gpus} GPUs: {final.tp}-way tensor parallelism"
-            + (f" x {final.pp} pipeline stages" if final.pp > 1 else "")
-            + " (heads and layers divide evenly)")))
-    flags = {k: res.flags[k] for k in ("gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs", "max_model_len",
-                                       "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens")}
-    if req.quantization:
-        flags["quantization"] = req.quantization
-    cap = Capacity(target_concurrency=w.concurrency, typical_tokens=w.typical_tokens, headroom=req.headroom,
-                   requests_at_typical_length=final.at_typical,
-                   requests_at_max_model_len=res.kv_cache.max_concurrency)
+    seqs = res.flags["max_num_seqs"]
+    if status == "carries":
+        seqs_why = (f"the pool holds {final.at_typical:,} requests of {w.typical_tokens:,} tokens; less {h:.0%} "
+                    f"headroom, capped at vLLM's default of {default_seqs}, and at least the target {w.concurrency}")
+    else:
+        seqs_why = (f"the pool holds {final.at_typical:,} requests of {w.typical_tokens:,} tokens; less {h:.0%} "
+                    f"headroom: {seqs}, short of the target {w.concurrency} (a larger batch would be preempted)")
+    reasons = [Reason(flag="gpu_memory_utilization", value=final.util, why=util_why),
+               Reason(flag="kv_cache_dtype", value=final.kv, why=kv_why),
+               Reason(flag="max_num_seqs", value=seqs, why=seqs_why),
+               Reason(flag="max_model_len", value=final.max_len, why=len_why)]
+    if req.gpus:
+        why = f"{req.gpus} GPUs: {_layout(final.tp, final.pp)}; "
+        if final.tp * final.pp > req.gpus_per_node and final.pp > 1:
+            why += f"tensor parallelism stays within a {req.gpus_per_node}-GPU node, pipeline stages span the nodes"
+        else:
+            why += "the widest tensor parallelism within a node that divides the heads"
+        tried = sorted({(c.tp, c.pp) for c in other_layouts}, key=lambda o: (o[0] > req.gpus_per_node, o[1]))
+        if tried:
+            why += f" ({', '.join(_layout(*o) for o in tried)} carried less)"
+        reasons.append(Reason(flag="tensor_parallel_size", value=final.tp, why=why))
+    return reasons
+
+
+def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: list[_Candidate],
+                    parallel: list[tuple[int, int]], version: str, with_remedies: bool) -> PlanResult:
+    """No candidate starts: report the most preferred layout (its least-short candidate) and why."""
+    w = req.workload
+    first = [c for c in evaluated if (c.tp, c.pp) == parallel[0]]
+    best = max(first, key=lambda c: c.result.memory.kv_cache_bytes)
+    res = best.result
+    kv = res.kv_cache
+    need_n = math.ceil(w.concurrency * (1 + req.headroom))
+    per_request = kv.bytes_per_token * w.typical_tokens + kv.window_bytes_per_sequence + kv.state_bytes_per_sequence
+    shortfall = max(need_n * per_request - res.memory.kv_cache_bytes, 1 << 20)  # a negative pool adds
+    reason = res.errors[0] if res.errors else "vLLM would not start"
+    layouts = ""
+    if len(parallel) > 1:
+        layouts = (f" No split of the {req.gpus} GPUs starts ({', '.join(_layout(*o) for o in parallel)}); shown is "
+                   f"the preferred one, {_layout(*parallel[0])}: tensor parallelism within a node, pipeline stages "
+                   f"across nodes, as vLLM advises.")
     name = model.hf_id or model.name
     return PlanResult(
-        feasible=True, vllm_version=res.vllm_version, model=name, gpu=gpu.name, gpus=final.tp * final.pp,
-        workload=w.model_dump(), flags=flags, estimate=res, capacity=cap, reasons=reasons,
-        summary=_summary(res, final, w), alternatives=_alternatives(model, gpu, req, final, kvs, limit.value),
-        remedies=[], serve_command=serve_command(name, flags), serve_args=serve_args(name, flags))
+        feasible=False, status="nothing-starts", carried_concurrency=0, vllm_version=version, model=name,
+        gpu=gpu.name, gpus=best.tp * best.pp, workload=w.model_dump(), flags={k: res.flags.get(k) for k in (
+            "gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs", "max_model_len", "tensor_parallel_size",
+            "pipeline_parallel_size", "max_num_batched_tokens")},
+        estimate=res, capacity=None, reasons=[], alternatives=[],
+        remedies=_remedies(model, gpu, req, best) if with_remedies else [], shortfall_bytes=shortfall,
+        summary=(f"Does not fit: vLLM would start with none of the candidates; {format_gib(shortfall)} GiB short per "
+                 f"GPU for the weights, overheads and the KV cache the workload needs, with {best.kv} KV at "
+                 f"utilization {best.util:g}: {reason}{layouts}"))
 
 
-def _pool(c: _Candidate) -> int:
-    return c.at_typical if c.result.fits else c.result.memory.kv_cache_bytes - (1 << 60)
+def _remedies(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate) -> list[Remedy]:
+    """Each remedy is checked by planning again with it; only those that carry the target are returned,
+    one per kind of change (the first, smallest, that solves), cheapest first."""
+    w = req.workload
+    tried: list[tuple[str, int, dict, PlanRequest]] = []
+    if "fp8" not in _kv_options(model, gpu, req) and gpu.fp8_kv in ("native", "storage-only") \
+            and not model.quant.kv_cache_dtype:
+        tried.append(("use an fp8 KV cache", 1, {"kv_cache_dtype": "fp8"}, replace(req, kv_cache_dtype="fp8")))
+    for frac in (0.5, 0.25, 0.125):  # the longest shorter context that solves is kept
+        length = max(int(w.max_context_tokens * frac) // 1024 * 1024, w.typical_tokens)
+        if w.typical_tokens <= length < w.max_context_tokens:
+            tried.append((f"shorten the longest request to {length:,} tokens", 2, {"max_context_tokens": length},
+                          replace(req, workload=override(w, max_context_tokens=length), max_model_len=None)))
+    if 0 < best.at_typical < w.concurrency:
+        fewer = max(int(best.at_typical / (1 + req.headroom)), 1)
+        tried.append((f"lower the target concurrency to {fewer}", 2, {"concurrency": fewer},
+                      replace(req, workload=override(w, concurrency=fewer))))
+    if model.quant.method is None and not req.quantization and gpu.fp8:
+        tried.append(("quantize the weights to fp8 (--quantization fp8)", 3, {"quantization": "fp8"},
+                      replace(req, quantization="fp8")))
+    n = best.tp * best.pp
+    for more in (2 * n, 4 * n, 8 * n):
+        if more <= MAX_GPUS:
+            tried.append((f"use {more} GPUs", 4, {"gpus": more},
+                          replace(req, gpus=more, tensor_parallel_size=None, pipeline_parallel_size=None)))
+    tried += _larger_gpus(gpu, req)
+    out: list[Remedy] = []
+    solved: set[tuple[int, str]] = set()
+    for action, rank, changes, alt in tried:
+        key = (rank, next(iter(changes)))
+        if key in solved:
+            continue
+        try:
+            p = _solve(alt, with_remedies=False)
+        except InputError:
+            continue
+        if p.feasible and p.capacity is not None:
+            solved.add(key)
+            if "gpus" in changes:
+                action += f" ({_layout(p.flags['tensor_parallel_size'], p.flags['pipeline_parallel_size'])})"
+            out.append(Remedy(action=action, cost_rank=rank, changes=changes,
+                              requests_at_typical_length=p.capacity.requests_at_typical_length))
+    return sorted(out, key=lambda r: r.cost_rank)
+
+
+def _larger_gpus(gpu: GPU, req: PlanRequest) -> list[tuple[str, int, dict, PlanRequest]]:
+    """Larger GPUs of the same vendor and class (data-centre, workstation, consumer / desktop), smallest
+    first; a GPU known only by its memory (no class) is compared with every class, each named."""
+    out = []
+    for g in sorted((g for g in list_gpus() if g.total_bytes > gpu.total_bytes and g.vendor == gpu.vendor
+                     and (not gpu.gpu_class or g.gpu_class == gpu.gpu_class)), key=lambda g: g.total_bytes):
+        label = GPU_CLASS_LABELS.get(g.gpu_class, g.gpu_class or "unclassified")
+        action = (f"use a larger {label} GPU: {g.name} ({g.total_bytes / GiB:.0f} GiB)" if gpu.gpu_class
+                  else f"use a larger GPU: {g.name} ({label}, {g.total_bytes / GiB:.0f} GiB)")
+        out.append((action, 5, {"gpu": g.name}, replace(req, gpu=g.name, gpu_memory=None)))
+    return out
 
 
 def _summary(res: EstimateResult, c: _Candidate, w: Workload) -> str:
@@ -341,79 +546,3 @@ def _alternatives(model: ModelSpec, gpu: GPU, req: PlanRequest, c: _Candidate, k
                                    requests_at_max_model_len=a.result.kv_cache.max_concurrency,
                                    kv_cache_bytes=a.result.memory.kv_cache_bytes))
     return out
-
-
-def _infeasible(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate, version: str,
-                with_remedies: bool) -> PlanResult:
-    w = req.workload
-    res = best.result
-    kv = res.kv_cache
-    need_n = math.ceil(w.concurrency * (1 + req.headroom))
-    pool = res.memory.kv_cache_bytes
-    if res.fits and best.at_typical > 0:
-        # the pool scales with the requests it holds (blocks, windows and states included)
-        shortfall = math.ceil(pool * need_n / best.at_typical) - pool
-    else:
-        per_request = kv.bytes_per_token * w.typical_tokens + kv.window_bytes_per_sequence + kv.state_bytes_per_sequence
-        shortfall = need_n * per_request - pool  # a negative pool (weights too big) adds
-    shortfall = max(shortfall, 1 << 20)
-    remedies = _remedies(model, gpu, req, best) if with_remedies else []
-    reason = res.errors[0] if res.errors else (
-        f"the pool holds {best.at_typical:,} requests of {w.typical_tokens:,} tokens, the workload needs "
-        f"{math.ceil(w.concurrency * (1 + req.headroom)):,} ({w.concurrency} + {req.headroom:.0%} headroom)")
-    name = model.hf_id or model.name
-    return PlanResult(
-        feasible=False, vllm_version=version, model=name, gpu=gpu.name, gpus=best.tp * best.pp,
-        workload=w.model_dump(), flags={k: res.flags.get(k) for k in (
-            "gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs", "max_model_len", "tensor_parallel_size",
-            "pipeline_parallel_size", "max_num_batched_tokens")},
-        estimate=res, capacity=None, reasons=[], alternatives=[], remedies=remedies, shortfall_bytes=shortfall,
-        summary=(f"Does not fit: {format_gib(shortfall)} GiB short per GPU for the weights, overheads and the KV "
-                 f"cache the workload needs, with the best candidate ({best.kv} KV, utilization {best.util:g}); "
-                 f"{reason}"))
-
-
-def _remedies(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate) -> list[Remedy]:
-    """Each remedy is checked by planning again with it; only those that solve are returned."""
-    w = req.workload
-    tried: list[tuple[str, int, dict, PlanRequest]] = []
-    if "fp8" not in _kv_options(model, gpu, req) and gpu.fp8_kv in ("native", "storage-only") \
-            and not model.quant.kv_cache_dtype:
-        tried.append(("use an fp8 KV cache", 1, {"kv_cache_dtype": "fp8"}, replace(req, kv_cache_dtype="fp8")))
-    for frac in (0.5, 0.25, 0.125):  # the longest shorter context that solves is kept
-        L = max(int(w.max_context_tokens * frac) // 1024 * 1024, w.typical_tokens)
-        if w.typical_tokens <= L < w.max_context_tokens:
-            tried.append((f"shorten the longest request to {L:,} tokens", 2, {"max_context_tokens": L},
-                          replace(req, workload=override(w, max_context_tokens=L))))
-    if best.at_typical > 0 and best.at_typical < w.concurrency:
-        fewer = max(int(best.at_typical / (1 + req.headroom)), 1)
-        tried.append((f"lower the target concurrency to {fewer}", 2, {"concurrency": fewer},
-                      replace(req, workload=override(w, concurrency=fewer))))
-    if model.quant.method is None and not req.quantization and gpu.fp8:
-        tried.append(("quantize the weights to fp8 (--quantization fp8)", 3, {"quantization": "fp8"},
-                      replace(req, quantization="fp8")))
-    n = best.tp * best.pp
-    for more in (2, 4, 8):
-        if more > n:
-            tried.append((f"use {more} GPUs (tensor parallelism)", 4, {"gpus": more},
-                          replace(req, gpus=more, tensor_parallel_size=None, pipeline_parallel_size=None)))
-    bigger = sorted((g for g in list_gpus() if g.total_bytes > gpu.total_bytes and g.vendor == gpu.vendor),
-                    key=lambda g: g.total_bytes)
-    for g in bigger:
-        tried.append((f"use a larger GPU: {g.name} ({g.total_bytes / GiB:.0f} GiB)", 5, {"gpu": g.name},
-                      replace(req, gpu=g.name, gpu_memory=None)))
-    out: list[Remedy] = []
-    seen_ranks: set[tuple[int, str]] = set()
-    for action, rank, changes, alt in tried:
-        key = (rank, next(iter(changes)))  # one remedy per kind of change: the first (smallest) that solves
-        if key in seen_ranks:
-            continue
-        try:
-            p = _solve(alt, with_remedies=False)
-        except InputError:
-            continue
-        if p.feasible and p.capacity is not None:
-            seen_ranks.add(key)
-            out.append(Remedy(action=action, cost_rank=rank, changes=changes,
-                              requests_at_typical_length=p.capacity.requests_at_typical_length))
-    return sorted(out, key=lambda r: r.cost_rank)

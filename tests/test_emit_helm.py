@@ -241,7 +241,7 @@ def test_cli_output_never_overwrites_without_force(run_cli, tmp_path):
     assert _docs(first) == [helm_values(plan_for("h100-tp4"))]
     out.write_text("mine\n")
     res = run_cli("plan", *PLAN_ARGS, "--emit", "manifest", "-o", str(out))
-    assert res.exit_code == 2 and res.stderr == f"error: {out} exists; pass --force to replace it\n"
+    assert res.exit_code == 2 and res.stderr == f"error: {out}: exists: not overwritten (pass --force to replace it)\n"
     assert out.read_text() == "mine\n"
     res = run_cli("plan", *PLAN_ARGS, "--emit", "helm", "-o", str(out), "--force")
     assert res.exit_code == 0 and out.read_text() == first

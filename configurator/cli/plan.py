@@ -27,6 +27,9 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--prompt-tokens", "--prompt_tokens", "prompt_tokens", type=int, help="Typical prompt length.")
 @click.option("--output-tokens", "--output_tokens", "output_tokens", type=int, help="Typical output length.")
 @click.option("--concurrency", type=int, help="Requests in flight that must fit without preemption.")
+@click.option("--max-model-len", "--max_model_len", "max_model_len", default=None,
+              help="Plan a longer --max-model-len than the workload needs (tokens, or 'full' for the model's limit); "
+                   "default: the workload's longest request rounded up to a multiple of 1,024.")
 @click.option("--headroom", type=float, default=0.10, show_default=True,
               help="Share of the KV pool kept free at the target load.")
 @click.option("--max-gpu-memory-utilization", "max_util", type=float, default=None,
@@ -50,22 +53,26 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of standard output.")
 @click.option("--force", is_flag=True, help="Replace an existing --output file.")
+@click.option("--best-effort", "best_effort", is_flag=True,
+              help="With --emit: when no plan carries the target, emit the best plan (the flags that carry the most "
+                   "of it) anyway; the exit code stays 1.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def plan_cmd(model, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context, prompt_tokens, output_tokens,
              concurrency, headroom, max_util, gpu_memory_used, kv_cache_dtype, tp, pp, quantization, vllm_version,
-             image, calibration, entry, emit, output, force, fmt) -> None:
+             image, calibration, entry, emit, output, force, best_effort, fmt, max_model_len) -> None:
     """Choose --gpu-memory-utilization, --kv-cache-dtype, --max-num-seqs and --max-model-len (and, with
     --gpus, the parallelism) that vLLM accepts and that carry the workload; explain each.
 
-    Exit 0 with a plan, 1 when nothing carries the workload (the shortfall and checked remedies are
-    printed), 2 for bad input.
+    When nothing carries the target, the best plan is still shown, marked short of it, with how far and
+    the remedies (each checked by planning again). Exit 0 when the plan carries the workload, 1 when it
+    falls short (or vLLM would start with no candidate), 2 for bad input. With --emit, a short plan is
+    written only with --best-effort; otherwise nothing goes to standard output and the report goes to
+    standard error.
     """
     from configurator.cli import common
     from configurator.plan import PlanRequest, plan
     from configurator.workloads import load_workload, override
 
-    if output and Path(output).exists() and not force:
-        raise InputError(f"{output} exists; pass --force to replace it")
     for name, v in (("--concurrency", concurrency), ("--max-context", max_context),
                     ("--prompt-tokens", prompt_tokens), ("--output-tokens", output_tokens), ("--gpus", gpus)):
         if v is not None and v <= 0:
@@ -77,33 +84,68 @@ def plan_cmd(model, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context,
         vllm_version=common.release(vllm_version, image), headroom=headroom, max_gpu_memory_utilization=max_util,
         gpu_memory_used=common.memory_used(gpu_memory_used), calibration=common.calibration(calibration),
         kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, pipeline_parallel_size=pp,
-        quantization=quantization, entry=entry, gpus_per_node=gpus_per_node))
-    if emit and result.feasible:
-        _write(_emit(emit, result, gpus_per_node), output)
+        quantization=quantization, entry=entry, gpus_per_node=gpus_per_node,
+        max_model_len=_max_model_len(max_model_len)))
+    inputs = tuple(x for x in (calibration, workload) if x and Path(x).is_file())
+    if emit:
+        deployable = result.feasible or (best_effort and result.status == "short")
+        if deployable:
+            short = not result.feasible
+            if short:
+                click.echo(f"warning: best effort: {_shortfall(result)}", err=True)
+                # the emitters deploy carrying plans only; --best-effort is the user's acceptance of this one
+                result = result.model_copy(update={"feasible": True})
+            _write(_emit(emit, result, gpus_per_node, best_effort=short), output, force, inputs)
+        else:
+            _render(result, sys.stderr)
+            if result.status == "short":
+                why = f"{_shortfall(result)}; pass --best-effort to emit the best plan anyway"
+            else:
+                why = "vLLM would start with none of the candidates"
+            click.echo(f"error: no plan carries the workload, nothing was emitted: {why}", err=True)
     elif fmt == "json":
-        _write(result.model_dump_json(indent=2) + "\n", output if not emit else None)
-    elif output and not emit:
+        _write(result.model_dump_json(indent=2) + "\n", output, force, inputs)
+    elif output:
         import io
 
-        from configurator.report.plan_text import render
-
         buf = io.StringIO()
-        render(result, buf)
-        _write(buf.getvalue(), output)
+        _render(result, buf)
+        _write(buf.getvalue(), output, force, inputs)
     else:
-        from configurator.report.plan_text import render
-
-        render(result, sys.stdout)  # a terminal gets colour
-    if emit and not result.feasible:
-        click.echo(f"error: no plan carries the workload: {result.summary}", err=True)
-    sys.exit(int(ExitCode.OK if result.feasible else ExitCode.FAIL))
+        _render(result, sys.stdout)  # a terminal gets colour
+    sys.exit(int(ExitCode.OK if result.feasible and result.status == "carries" else ExitCode.FAIL))
 
 
-def _emit(what: str, result, gpus_per_node: int = 8) -> str:
+def _shortfall(result) -> str:
+    return (f"short of the target, the best plan carries {result.carried_concurrency:,} of "
+            f"{result.workload['concurrency']:,} concurrent requests ({result.shortfall_bytes / (1 << 30):.2f} GiB "
+            f"of KV cache per GPU short)")
+
+
+def _max_model_len(text: str | None) -> int | str | None:
+    if text is None:
+        return None
+    if text.strip().lower() == "full":
+        return "full"
+    from configurator.units import parse_human_int
+
+    value = parse_human_int(text, what="--max-model-len")
+    if value <= 0:
+        raise InputError(f"--max-model-len must be a positive number of tokens or 'full', got {text}")
+    return value
+
+
+def _render(result, stream) -> None:
+    from configurator.report.plan_text import render
+
+    render(result, stream)
+
+
+def _emit(what: str, result, gpus_per_node: int = 8, *, best_effort: bool = False) -> str:
     """The text of one --emit target; the deployment files are deterministic YAML with a one-line header."""
     if what == "serve":
         return result.serve_command + "\n"
-    if what == "args":
+    if what == "args":  # the container args under the stock image's `vllm serve` entrypoint
         return json.dumps(result.serve_args) + "\n"
     from configurator.emit.helm import DeployOptions, deployment_warnings, helm_values
     from configurator.emit.manifest import manifests, to_yaml
@@ -111,6 +153,9 @@ def _emit(what: str, result, gpus_per_node: int = 8) -> str:
 
     header = (f"# vllm-configurator plan: {result.model} on {result.gpus} x {result.gpu}, vLLM {result.vllm_version}"
               f" ({what})\n")
+    if best_effort:
+        header += (f"# best effort: short of the target, carries {result.carried_concurrency:,} of "
+                   f"{result.workload['concurrency']:,} concurrent requests\n")
     opts = DeployOptions(gpus_per_node=gpus_per_node)
     body = {"helm": lambda: to_yaml(helm_values(result, opts)),
             "production-stack": lambda: to_yaml(production_stack_values(result, opts)),
@@ -120,11 +165,11 @@ def _emit(what: str, result, gpus_per_node: int = 8) -> str:
     return header + body
 
 
-def _write(text: str, output: str | None) -> None:
+def _write(text: str, output: str | None, force: bool = False, inputs: tuple[str, ...] = ()) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{output}: cannot write ({e.strerror})") from None
+    from configurator.safe_io import write_output
+
+    # the no-clobber check happens here, at the write, atomically (not before the work)
+    write_output(output, text, force=force, inputs=inputs)

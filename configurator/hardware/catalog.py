@@ -41,6 +41,7 @@ class GPU:
     mig_profile: str | None = None
     aliases: tuple[str, ...] = ()
     gfd_products: tuple[str, ...] = ()  # nvidia.com/gpu.product (AMD: amd.com/gpu.product-name) values
+    gpu_class: str = ""  # "datacenter", "workstation" or "desktop" (consumer cards, desktop systems)
 
     @property
     def sm(self) -> int:
@@ -107,7 +108,8 @@ def _gpu(d: dict, mig: str | None = None) -> GPU:
                compute_capability=str(d.get("compute_capability", "")), fp8=bool(d.get("fp8")),
                fp4=bool(d.get("fp4")), fp8_kv=str(d.get("fp8_kv", "native")),
                product_name=str(products[0]), mig_profile=mig, aliases=tuple(d.get("aliases", [])),
-               gfd_products=tuple(str(p) for p in d.get("gfd_products", [])))
+               gfd_products=tuple(str(p) for p in d.get("gfd_products", [])),
+               gpu_class=str(d.get("gpu_class", "")))
 
 
 _MIG_RE = re.compile(r"^(?P<gpu>.+?)(?::|-mig-|/mig-)(?P<mig>\d+g\.\d+gb(?:\+me)?)$", re.I)

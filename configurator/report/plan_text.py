@@ -22,19 +22,16 @@ def render(p, stream: IO[str]) -> None:
     con.print(f"workload {w['name']}: up to {w['max_context_tokens']:,} tokens, typically "
               f"{w['prompt_tokens']:,} + {w['output_tokens']:,}, {w['concurrency']} at once (favour {w['favour']})")
     con.print()
-    if not p.feasible:
-        con.print(Text("NO PLAN carries this workload", style="bold red"))
+    if p.status == "nothing-starts":
+        con.print(Text("NO PLAN: vLLM would start with none of the candidates", style="bold red"))
         con.print(p.summary)
-        if p.remedies:
-            con.print()
-            con.print(Text("Remedies (each checked by planning again with it), cheapest first:", style="bold"))
-            for r in p.remedies:
-                con.print(f"  {r.cost_rank}. {r.action}: then {r.requests_at_typical_length:,} requests fit")
-        else:
-            con.print("No single change among fp8 KV, a shorter context, fp8 weights, more GPUs or a larger GPU "
-                      "carries it.")
+        _remedies(con, p)
         return
-    con.print(Text("PLAN", style="bold green"))
+    if p.status == "short":
+        con.print(Text(f"SHORT OF THE TARGET: the best plan carries {p.carried_concurrency:,} of "
+                       f"{w['concurrency']:,} concurrent requests", style="bold yellow"))
+    else:
+        con.print(Text("PLAN", style="bold green"))
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     t.add_column("flag")
     t.add_column("value", justify="right")
@@ -61,6 +58,21 @@ def render(p, stream: IO[str]) -> None:
             a.add_row(alt.kv_cache_dtype, f"{alt.max_model_len:,}", "yes" if alt.fits else "no",
                       f"{alt.requests_at_typical_length:,}", f"{alt.requests_at_max_model_len:.2f}")
         con.print(a)
+    if p.status == "short":
+        _remedies(con, p)
     con.print()
-    con.print(Text("Run:", style="bold"))
+    con.print(Text("Run (best effort, short of the target):" if p.status == "short" else "Run:", style="bold"))
     con.print(f"  {p.serve_command}")
+
+
+def _remedies(con, p) -> None:
+    from rich.text import Text
+
+    con.print()
+    if not p.remedies:
+        con.print("No single change among fp8 KV, a shorter context, a lower concurrency, fp8 weights, more GPUs or "
+                  "a larger GPU of the same class carries the target.")
+        return
+    con.print(Text("Remedies (each checked by planning again with it), cheapest first:", style="bold"))
+    for i, r in enumerate(p.remedies, 1):
+        con.print(f"  {i}. {r.action}: then {r.requests_at_typical_length:,} requests fit")
