@@ -182,7 +182,7 @@ def set_flag(server: Server, node: Node, dest: str, loc: Loc | None = None) -> N
 def _drop_flag(tokens: list[Token], message: str) -> bool:
     """Remove the flag a parse error names (and its value), so the rest of the command is still read;
     False when the message names no flag in the tokens."""
-    m = re.match(r"(-[\w-]+)", message)
+    m = re.match(r"(?:argument |ambiguous option: )?(-[\w-]+)", message)
     if m is None:
         return False
     for i, t in enumerate(tokens):

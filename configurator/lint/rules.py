@@ -324,7 +324,8 @@ def gpu_class(gpu: object) -> str:
     """'data-centre' or 'workstation / consumer', from the catalog's class field when it has one."""
     explicit = getattr(gpu, "gpu_class", None) or getattr(gpu, "klass", None)
     if explicit:
-        return str(explicit)
+        return {"datacenter": "data-centre", "desktop": "workstation / consumer",
+                "workstation": "workstation / consumer"}.get(str(explicit), str(explicit))
     name = getattr(gpu, "product_name", "") or getattr(gpu, "display_name", "")
     return "workstation / consumer" if any(m in name for m in _NON_DATACENTRE_MARKS) else "data-centre"
 

@@ -19,13 +19,22 @@ from configurator.lint.rules import REGISTRY
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 DOCS_URL_ENV = "VLLM_CONFIGURATOR_DOCS_URL"
+REPO_URL_ENV = "VLLM_CONFIGURATOR_REPO_URL"  # the GitHub Action sets it to the copy it runs from
+
+
+def _base() -> str:
+    return (os.environ.get(DOCS_URL_ENV) or os.environ.get(REPO_URL_ENV) or "").rstrip("/")
+
+
+def repo_link(page: str) -> str:
+    """A path inside this repository, under $VLLM_CONFIGURATOR_DOCS_URL (or _REPO_URL) when set."""
+    base = _base()
+    return f"{base}/{page}" if base else page
 
 
 def docs_link(rule: str) -> str:
-    """Where a rule is documented: docs/rules.md#<rule>, under $VLLM_CONFIGURATOR_DOCS_URL when set."""
-    base = os.environ.get(DOCS_URL_ENV, "").rstrip("/")
-    page = REGISTRY[rule].docs if rule in REGISTRY else f"docs/rules.md#{rule}"
-    return f"{base}/{page}" if base else page
+    """Where a rule is documented: docs/rules.md#<rule>, under the configured base URL when set."""
+    return repo_link(REGISTRY[rule].docs if rule in REGISTRY else f"docs/rules.md#{rule}")
 
 
 def summary_line(report: CheckReport) -> str:
@@ -112,7 +121,8 @@ def sarif(report: CheckReport) -> dict:
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "vllm-configurator", "version": __version__, "rules": rules}},
+        "runs": [{"tool": {"driver": {"name": "vllm-configurator", "version": __version__,
+                                         "informationUri": repo_link("README.md"), "rules": rules}},
                   "results": results}],
     }
 
