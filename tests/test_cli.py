@@ -191,3 +191,15 @@ def test_closed_pipe_keeps_the_verdicts_exit_code(tmp_path):
         p.stdout.readline()
         p.stdout.close()  # `| head -1`
         assert p.wait(timeout=60) == verdict
+
+
+def test_a_model_id_the_hub_client_refuses_is_an_unknown_model():
+    """Issue 16: '.cache/huggingface' and the like get the tool's own message, never the Hub client's."""
+    import pytest
+
+    from configurator.errors import NotFoundError
+    from configurator.model.resolve import resolve_model
+
+    for bad in (".cache/huggingface", "a//b", "org/name with spaces", "Qwen/Qwen3-8BB!"):
+        with pytest.raises(NotFoundError, match="unknown model"):
+            resolve_model(bad, allow_hub=False)

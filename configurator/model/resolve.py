@@ -7,6 +7,7 @@ import contextlib
 import difflib
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -122,7 +123,10 @@ def _from_hf_cache(repo_id: str) -> Path | None:
         snaps = home / f"models--{repo_id.replace('/', '--')}" / "snapshots"
         found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime) if snaps.is_dir() else []
         return found[-1].parent if found else None
-    hit = try_to_load_from_cache(repo_id, "config.json")
+    try:
+        hit = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError:  # HFValidationError: not a repository id the Hub client accepts
+        return None
     return Path(hit).parent if isinstance(hit, str) else None
 
 
@@ -159,6 +163,10 @@ def _from_hub(repo_id: str) -> Path:
     return folder
 
 
+# A Hugging Face repository id: owner/name of letters, digits, '-', '_', '.' (the Hub's own rule)
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
 def _near(name: str) -> list[str]:
     names = profile_names()
     lower = {n.lower(): n for n in names}
@@ -178,7 +186,7 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> ModelSpec:
     prof = _find_profile_file(name)
     if prof is not None:
         return load_profile(prof)
-    if "/" in name and name.count("/") == 1:
+    if _HUB_ID.match(name):
         cached = _from_hf_cache(name)
         if cached is not None:
             return load_local(cached)
