@@ -350,6 +350,35 @@ def _order(f: Finding) -> tuple:
 
 # -- the pipeline -------------------------------------------------------------------------------------
 
+def _mentions_vllm(data: Any) -> bool:
+    """Whether any key or scalar of a document mentions vLLM (an iterative walk: no recursion on user data)."""
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack += list(x.keys()) + list(x.values())
+        elif isinstance(x, list):
+            stack += x
+        elif isinstance(x, str) and "vllm" in x.lower():
+            return True
+    return False
+
+
+def _no_silent_files(docs: list[Document], servers: list, out: Any) -> None:
+    """A file that mentions vLLM but yielded neither a server nor a finding gets one not-understood note,
+    so nothing that names vLLM passes in silence (a Service called vllm, an object of an unknown kind)."""
+    spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed}
+    for d in docs:
+        if d.file in spoken or not _mentions_vllm(d.data):
+            continue
+        spoken.add(d.file)
+        kinds = sorted({str(x.data.get("kind")) for x in docs if x.file == d.file and isinstance(x.data, dict)
+                        and isinstance(x.data.get("kind"), str)})
+        what = f" (kinds: {', '.join(kinds)})" if kinds else ""
+        out.add("not-understood", f"the file mentions vLLM but holds no vLLM server check reads{what}: "
+                "nothing in it was checked", d.loc(()))
+
+
 def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> CheckReport:
     from configurator.units import parse_size
     from configurator.vllm.versions import behaviour
@@ -433,6 +462,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
         except Exception as e:  # last line of defence: one server's failure is a finding, the run goes on
             out.add("not-understood", f"internal error evaluating this server ({type(e).__name__}): not checked",
                     s.loc, ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name), s.container)
+    _no_silent_files(docs, servers, out)
     findings, suppressed = sorted(out.findings, key=_order), sorted(out.suppressed, key=_order)
     files = len({d.file for d in docs} | {p.loc.file for p in problems})
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
