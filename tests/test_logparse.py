@@ -7,6 +7,7 @@ vllm/v1/worker/gpu_model_runner.py and vllm/worker/worker.py for the synthetic 0
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from decimal import Decimal
 
@@ -433,3 +434,17 @@ def test_startup_log_is_frozen():
     log = parse_log(LOG_0_11)
     with pytest.raises(dataclasses.FrozenInstanceError):
         log.available_kv_bytes = 0  # type: ignore[misc]
+
+
+def test_a_megabyte_line_of_repeated_needles_parses_fast():
+    """Issue 15: one 1.1 MB line of repeated "Free memory on device " took 219 s (regex backtracking)."""
+    import time
+
+    from configurator.errors import ConfiguratorError
+    from configurator.vllm import logparse
+
+    text = "Free memory on device " * 50_000 + "\nAvailable KV cache memory: 5.0 GiB\n"
+    start = time.monotonic()
+    with contextlib.suppress(ConfiguratorError):
+        logparse.parse_log(text)
+    assert time.monotonic() - start < 5

@@ -349,10 +349,20 @@ def _scan_banners(scan: _Scan, line: str) -> None:
             _add(scan.arg_models, model)
 
 
+# vLLM's memory lines are a few hundred characters and name each figure once. A longer line, or one that
+# repeats a rule's needle, is not one of them: skipping it keeps the scan linear in the log's size (a
+# regular expression tried at each of 50,000 repeats of "Free memory on device " backtracks quadratically).
+MAX_LINE_CHARS = 8192
+MAX_NEEDLES_PER_LINE = 4
+
+
 def _scan_numbers(scan: _Scan, rank: str, line: str) -> None:
     values = scan.per_rank.get(rank, {})
+    if len(line) > MAX_LINE_CHARS:
+        return
     for rule in _RULES:
-        if rule.needle not in line or not (m := rule.pattern.search(line)):
+        if rule.needle not in line or line.count(rule.needle) > MAX_NEEDLES_PER_LINE \
+                or not (m := rule.pattern.search(line)):
             continue
         scan.recognised = True
         if rule.engine:
@@ -387,6 +397,8 @@ def _scan(text: str) -> _Scan:
     scan = _Scan()
     rank = MAIN
     for raw in text.splitlines():
+        if len(raw) > MAX_LINE_CHARS:  # not a line vLLM writes at start-up (see MAX_LINE_CHARS)
+            continue
         line = _ANSI.sub("", raw)
         if not line.strip():
             continue
