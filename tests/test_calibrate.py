@@ -119,3 +119,19 @@ def test_calibration_file_follows_its_schema(run_cli, tmp_path):
     out = tmp_path / "cal.yaml"
     run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(out))
     jsonschema.validate(yaml.safe_load(out.read_text()), SCHEMAS["calibration.schema.json"]())
+
+
+def test_calibrate_refuses_a_fifo_and_an_endless_stream_at_once(tmp_path):
+    """Issue 15: `calibrate fifo` blocked forever and `calibrate -` < /dev/zero grew without bound."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "vllm.log"
+    os.mkfifo(fifo)
+    vc = [sys.executable, "-m", "configurator.cli.main", "calibrate"]
+    r = subprocess.run([*vc, str(fifo), "--gpu", "l4"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "FIFO" in r.stderr and "Traceback" not in r.stderr
+    with open("/dev/zero", "rb") as zero:
+        r = subprocess.run([*vc, "-", "--gpu", "l4"], stdin=zero, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "limit" in r.stderr and "Traceback" not in r.stderr

@@ -7,19 +7,18 @@ from pathlib import Path
 
 import click
 
-from configurator.errors import ExitCode, InputError
+from configurator.errors import ExitCode
 
 
 def _read_log(path: str) -> tuple[str, str]:
+    """The log's text, bounded (an endless stream stops at the cap) and from a regular file only (a FIFO
+    or a device is refused at once instead of blocking or filling memory)."""
+    from configurator.safe_io import read_file, read_stdin
+
     if path == "-":
-        if sys.stdin.isatty():
-            raise InputError("reading the log from standard input, but it is a terminal: pipe a log in or name a file")
-        return sys.stdin.read(), "<stdin>"
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8", errors="replace"), str(p)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the log ({e.strerror})") from None
+        data = read_stdin(what="the log on standard input")
+        return data.decode("utf-8", errors="replace"), "<stdin>"
+    return read_file(Path(path), what=path).decode("utf-8", errors="replace"), path
 
 
 @click.command("calibrate")
