@@ -448,3 +448,15 @@ def test_a_megabyte_line_of_repeated_needles_parses_fast():
     with contextlib.suppress(ConfiguratorError):
         logparse.parse_log(text)
     assert time.monotonic() - start < 5
+
+
+def test_absurd_numbers_in_a_log_are_one_clear_error():
+    """Issue 15: a 400-digit "Model loading took" gave an OverflowError traceback in calibrate."""
+    import pytest
+
+    from configurator.vllm import logparse
+
+    big = "9" * 400
+    text = f"INFO Available KV cache memory: 5.0 GiB\nINFO Model loading took {big} GiB\n"
+    with pytest.raises(logparse.LogError, match="not a figure vLLM logs"):
+        logparse.parse_log(text)

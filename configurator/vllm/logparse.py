@@ -240,8 +240,23 @@ def _add(values: list[Any], value: Any) -> None:
         values.append(value)
 
 
+MAX_LOGGED_BYTES = 1 << 50  # 1 PiB: no GPU memory figure vLLM logs comes near it
+MAX_LOGGED_COUNT = 10**13
+
+
 def _convert(name: str, raw: str) -> int | float:
-    """A captured number -> the field's unit: GiB -> integer bytes, counts -> int."""
+    """A captured number -> the field's unit: GiB -> integer bytes, counts -> int. An absurd number (past
+    any GPU's memory, or a negative weight / token / block count) is not a log vLLM wrote: LogError."""
+    value = _convert_raw(name, raw)
+    limit = MAX_LOGGED_BYTES if name.endswith("_bytes") else MAX_LOGGED_COUNT
+    negative_ok = name.endswith("_bytes") and name != "model_loading_bytes"  # a refusal logs a negative KV size
+    if abs(value) > limit or (value < 0 and not negative_ok):
+        raise LogError(f"the log gives {name.removesuffix('_bytes').replace('_', ' ')} as {raw[:40]}"
+                       f"{'...' if len(raw) > 40 else ''}: not a figure vLLM logs")
+    return value
+
+
+def _convert_raw(name: str, raw: str) -> int | float:
     s = raw.replace(",", "")
     if name.endswith("_bytes"):
         # Decimal, not float: "5.01" GiB is exactly 5,379,447,275.52 B -> 5,379,447,276 B
