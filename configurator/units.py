@@ -113,19 +113,6 @@ def parse_human_int(text: str | int, *, what: str) -> int:
     return value
 
 
-_QUANTITY_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?\s*$")
-_QUANTITY_MULT = {None: 1, "Ki": KiB, "Mi": MiB, "Gi": GiB, "Ti": 1 << 40, "Pi": 1 << 50,
-                  "k": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4, "P": 1000**5}
-
-
-def parse_quantity(text: str | int | float, *, what: str) -> int:
-    """A Kubernetes resource quantity in bytes: '2Gi', '512Mi', '20G', '1500000000'."""
-    m = _QUANTITY_RE.match(str(text)) if len(str(text)) <= 64 else None
-    if not m:
-        raise InputError(f"{what}: '{text}' is not a Kubernetes quantity (e.g. 2Gi, 512Mi, 20G)")
-    return int(float(m.group(1)) * _QUANTITY_MULT[m.group(2)])
-
-
 def format_gib(num_bytes: float) -> str:
     """vLLM's format_gib: round(bytes / 2**30, 2) printed as a float ('5.6', '12.25')."""
     return str(round(num_bytes / GiB, 2))
