@@ -92,27 +92,6 @@ def human_readable_int(text: str, *, suffixes: str = "kKmMgGtT") -> int:
     return int(value)
 
 
-def parse_human_int(text: str | int, *, what: str) -> int:
-    """A token count or byte count as vLLM's human_readable_int reads it ('25G' = 25 GiB,
-    '25g' = 25e9, '128K' = 131,072), range-checked: 0 <= value <= MAX_BYTES."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        value = text
-    else:
-        shown = str(text)[:40] + ("..." if len(str(text)) > 40 else "")
-        try:
-            value = human_readable_int(str(text))
-        except HumanIntError as e:
-            raise InputError(f"{what}: {e}") from None
-        except ValueError:
-            raise InputError(f"{what}: expected a whole number such as 8192, 8k (8,000) or 8K (8,192), "
-                             f"got '{shown}'") from None
-    if value < 0:
-        raise InputError(f"{what}: must not be negative, got {value}")
-    if value > MAX_BYTES:
-        raise InputError(f"{what}: {str(value)[:40]} is out of range")
-    return value
-
-
 def format_gib(num_bytes: float) -> str:
     """vLLM's format_gib: round(bytes / 2**30, 2) printed as a float ('5.6', '12.25')."""
     return str(round(num_bytes / GiB, 2))

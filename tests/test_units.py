@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from configurator.errors import InputError
-from configurator.units import MAX_BYTES, GiB, HumanIntError, human_readable_int, parse_human_int, parse_size
+from configurator.units import MAX_BYTES, GiB, HumanIntError, human_readable_int, parse_size
 from configurator.vllm.flags import BY_DEST, convert
 
 DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -87,4 +87,4 @@ def test_token_counts_get_token_count_messages():
             convert(BY_DEST["max_model_len"], bad)
     assert convert(BY_DEST["max_model_len"], "128K") == 131072
     assert convert(BY_DEST["max_model_len"], "128k") == 128000
-    assert parse_human_int("25G", what="x") == 25 * GiB
+    assert human_readable_int("25G") == 25 * GiB

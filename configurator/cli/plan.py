@@ -127,9 +127,9 @@ def _max_model_len(text: str | None) -> int | str | None:
         return None
     if text.strip().lower() == "full":
         return "full"
-    from configurator.units import parse_human_int
+    from configurator.vllm.flags import BY_DEST, convert
 
-    value = parse_human_int(text, what="--max-model-len")
+    value = convert(BY_DEST["max_model_len"], text)  # as vLLM reads it: 128K = 131,072, 128k = 128,000
     if value <= 0:
         raise InputError(f"--max-model-len must be a positive number of tokens or 'full', got {text}")
     return value
