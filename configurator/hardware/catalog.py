@@ -147,6 +147,15 @@ def alias_note(name: str) -> str | None:
             f"({int(d['cuda_total_bytes']) / (1 << 30):.2f} GiB); name {others} to choose that one")
 
 
+def match_cuda_total(total_bytes: int, tolerance_bytes: int) -> tuple[GPU | None, list[GPU]]:
+    """The catalog GPU whose CUDA-visible total is within `tolerance_bytes` of a logged total, and every
+    GPU within it: (the one, [it]) when exactly one is; (None, those) when none or several are (MIG
+    slices are not matched: their totals are nominal)."""
+    near = sorted((g for g in list_gpus() if abs(g.total_bytes - total_bytes) <= tolerance_bytes),
+                  key=lambda g: abs(g.total_bytes - total_bytes))
+    return (near[0] if len(near) == 1 else None), near
+
+
 def custom_gpu(memory: str) -> GPU:
     """A GPU known only by its memory (`--gpu-memory 79.18GiB`; a bare number is GiB): taken as
     the CUDA total."""
