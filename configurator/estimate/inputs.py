@@ -12,13 +12,19 @@ from typing import Any
 
 from configurator.errors import InputError
 from configurator.estimate.result import EstimateRequest
-from configurator.hardware.catalog import GPU, custom_gpu, find_gpu
+from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, no_kernel_image
 from configurator.memory.kv_dtype import KV_DTYPES, MODEL_DTYPE_KV, KVDtype
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
 from configurator.vllm import messages
 from configurator.vllm.defaults import BatchDefaults, DerivedLen, batch_defaults, derived_max_model_len
-from configurator.vllm.versions import CHECKPOINT_CONFIG_METHODS, Behaviour, behaviour, uses_v2_runner
+from configurator.vllm.versions import (
+    CHECKPOINT_CONFIG_METHODS,
+    SUPPORTED,
+    Behaviour,
+    behaviour,
+    uses_v2_runner,
+)
 
 _DTYPE_ALIASES = {"auto": None, "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
                   "float": "float32", "float32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -140,6 +146,8 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
         raise InputError(f"unknown --dtype '{dtype_flag}' (auto, half, float16, bfloat16, float32)")
     dtype = _DTYPE_ALIASES[dtype_flag] or model.dtype
     gpu_name = gpu.product_name or gpu.display_name
+    if arch := no_kernel_image(gpu, b.version, SUPPORTED):  # the release's wheel has no kernels for this GPU
+        errors.append(arch)
     if dtype == "bfloat16" and 0 < gpu.sm < 80:
         if dtype_flag == "auto" and b.auto_dtype_fallback:
             dtype = "float16"
