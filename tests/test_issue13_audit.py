@@ -64,3 +64,23 @@ def test_new_user_first_plan_on_one_l4_gives_usable_flags_and_says_how_far_short
     assert est.exit_code == 0, est.stdout
     result = json.loads(est.stdout)
     assert result["verdict"] == "fits" and result["flags"]["max_model_len"] == 8192
+
+
+def test_chart_schema_takes_max_model_len_as_vllm_reads_it():  # item 1
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    schema = json.loads((ROOT / "charts" / "vllm" / "values.schema.json").read_text())
+
+    def ok(value) -> bool:
+        try:
+            jsonschema.validate({"vllm": {"maxModelLen": value}}, schema)
+        except jsonschema.ValidationError:
+            return False
+        return True
+
+    for good in (8192, "128k", "128K", "25.6k", "8192", "auto", -1, None):
+        assert ok(good), good
+    for bad in ("1.5K", "128KiB", "lots", 0, "-5k"):
+        assert not ok(bad), bad
