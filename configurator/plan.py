@@ -459,7 +459,7 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
         estimate=res, capacity=None, reasons=[], alternatives=[],
         remedies=_remedies(model, gpu, req, best) if with_remedies else [], shortfall_bytes=0 if arch else shortfall,
         # a release without kernels for the GPU fails before memory matters: no shortfall to report
-        summary=f"Does not start: vLLM {version} has no kernels for {gpu.name}: {reason}" if arch else
+        summary=f"Does not start: vLLM {version} has no kernels for {gpu.name}: {arch}" if arch else
         (f"Does not fit: vLLM would start with none of the candidates; {format_gib(shortfall)} GiB short per "
          f"GPU for the weights, overheads and the KV cache the workload needs, with {best.kv} KV at "
          f"utilization {best.util:g}: {reason}{layouts}"))

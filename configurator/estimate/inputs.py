@@ -146,8 +146,6 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
         raise InputError(f"unknown --dtype '{dtype_flag}' (auto, half, float16, bfloat16, float32)")
     dtype = _DTYPE_ALIASES[dtype_flag] or model.dtype
     gpu_name = gpu.product_name or gpu.display_name
-    if arch := no_kernel_image(gpu, b.version, SUPPORTED):  # the release's wheel has no kernels for this GPU
-        errors.append(arch)
     if dtype == "bfloat16" and 0 < gpu.sm < 80:
         if dtype_flag == "auto" and b.auto_dtype_fallback:
             dtype = "float16"
@@ -204,6 +202,10 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
                         hybrid=model.has_mamba)
     # max_concurrent_batches with async scheduling: pp + 1 on runner V2, else 2 (pp = 1) or pp
     mcb = (pp + 1 if v2 else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
+    # after the config checks vLLM makes at start-up, the first kernel launch fails on a GPU whose
+    # architecture the release's wheel has no kernels for
+    if arch := no_kernel_image(gpu, b.version, SUPPORTED):
+        errors.append(arch)
     v0 = v0_reason(b, gpu, kv_name)
     return Inputs(v0_reason=v0, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
                   kv_name=kv_name, kv=kv,
