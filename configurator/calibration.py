@@ -94,10 +94,14 @@ class CalibrationReport(BaseModel):
     calibration: Calibration
     rows: list[tuple[str, int | None, int | None]] = Field(description="(item, measured bytes, predicted bytes)")
     logged_kv_bytes: int
-    predicted_kv_bytes: int
-    calibrated_kv_bytes: int = Field(description="estimate --calibration for the same flags")
+    predicted_kv_bytes: int | None = Field(description="null when the release is not modelled (V0)")
+    calibrated_kv_bytes: int | None = Field(description="estimate --calibration for the same flags; null when the "
+                                                        "release is not modelled")
     logged_tokens: int | None = None
     calibrated_tokens: int | None = None
+    gpu_note: str | None = Field(None, description="how the GPU was named: the catalog GPU whose CUDA total "
+                                                   "the log printed")
+    not_predicted: str | None = Field(None, description="why there is no prediction to compare (V0 release)")
     warnings: list[str] = Field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -110,20 +114,39 @@ class CalibrationReport(BaseModel):
             return "" if b is None else f"{b / GiB:.2f} GiB"
 
         c = self.calibration
-        lines = [f"{c.model}, {c.gpu}, vLLM {c.vllm_version} (from {c.source})", "",
-                 f"{'':<30} {'vLLM measured':>14} {'predicted':>12}"]
+        lines = [f"{c.model}, {c.gpu}, vLLM {c.vllm_version} (from {c.source})"]
+        if self.gpu_note:
+            lines.append(self.gpu_note)
+        lines += ["", f"{'':<36} {'vLLM measured':>14} {'predicted':>12}"]
         for label, measured, predicted in self.rows:
-            lines.append(f"{label:<30} {g(measured):>14} {g(predicted):>12}")
-        err = (self.predicted_kv_bytes - self.logged_kv_bytes) / GiB
-        lines += ["", f"prediction error on the available KV memory: {err:+.2f} GiB",
-                  f"with the calibration: {g(self.calibrated_kv_bytes)} "
-                  f"({(self.calibrated_kv_bytes - self.logged_kv_bytes) / GiB:+.3f} GiB vs the log)"]
+            lines.append(f"{label:<36} {g(measured):>14} {g(predicted):>12}")
+        lines.append("")
+        if self.not_predicted:
+            lines.append(f"not predicted: {self.not_predicted}")
+        if self.predicted_kv_bytes is not None:
+            err = (self.predicted_kv_bytes - self.logged_kv_bytes) / GiB
+            lines.append(f"prediction error on the available KV memory: {err:+.2f} GiB")
+        if self.calibrated_kv_bytes is not None:
+            lines.append(f"with the calibration: {g(self.calibrated_kv_bytes)} "
+                         f"({(self.calibrated_kv_bytes - self.logged_kv_bytes) / GiB:+.3f} GiB vs the log)")
         if self.logged_tokens and self.calibrated_tokens:
             lines.append(f"GPU KV cache size: logged {self.logged_tokens:,} tokens, "
                          f"calibrated {self.calibrated_tokens:,}")
-        lines += [f"wrote {path}: use it with `vllm-configurator estimate --calibration {path} ...`"]
+        if self.not_predicted:
+            lines.append(f"wrote {path}: the measured figures only; `estimate` models releases 0.8 and later, "
+                         f"so it cannot apply this file")
+        else:
+            lines.append(f"wrote {path}: use it with `vllm-configurator estimate --calibration {path} ...`")
         lines += [f"warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+
+# A log prints the CUDA total with two decimals (V0 "total_gpu_memory (23.58GiB)", V1 "Free memory on device
+# (17.06/22.04 GiB)"): +-0.005 GiB of rounding, and the catalog's totals come from such logs. 0.006 GiB keeps
+# the closest catalog pairs apart (L4 22.040 / A10G 22.058 / A10 22.069 GiB; GH200 95.000 / H20 95.005 is
+# ambiguous and stays `custom` with a warning).
+GPU_TOTAL_TOLERANCE_BYTES = int(0.006 * (1 << 30))
+V0_STAND_IN = "0.7.3"  # the last V0-default release: stands for a V0 log that prints no version (not predicted)
 
 
 def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str | None = None,
@@ -144,11 +167,24 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     except InputError as e:
         raise InputError(f"{e}; pass --model with a profile, Hugging Face id or config.json") from None
     version = vllm_version or log.vllm_version
-    if not version:
+    label = None
+    if not version and log.engine == "V0":
+        # a V0 log without a banner (its author cut it): a release before 0.8, not the newest one
+        warnings.append("the log is the V0 engine's and does not print the vLLM version: read as a release "
+                        "before 0.8 (not predicted); pass --vllm-version to name it")
+        version, label = V0_STAND_IN, "V0 (version not logged)"
+    elif not version:
         warnings.append("the log does not print the vLLM version: assuming the newest modelled release")
     b = behaviour(version or "latest")
-    if log.available_kv_bytes is None:
-        raise InputError(f"{source}: no 'Available KV cache memory' (or V0 KV size) line: nothing to calibrate")
+    available = log.available_kv_bytes
+    kv_source = None
+    if available is None and log.kv_in_use_bytes is not None:
+        # "Free memory on device ... Current kv cache memory in use is D GiB": D is the pool vLLM sized
+        # (self.available_kv_cache_memory_bytes, vllm/v1/worker/gpu_worker.py, 0.19+)
+        available, kv_source = log.kv_in_use_bytes, "'Current kv cache memory in use'"
+    if available is None and not log.num_gpu_blocks:
+        raise InputError(f"{source}: no 'Available KV cache memory', V0 KV size ('kv_cache_size=', 'reserved for "
+                         f"KV Cache'), 'Current kv cache memory in use' or '# GPU blocks' line: nothing to calibrate")
     f: dict = {}
     for k, v in (log.non_default_args or {}).items():
         if k in BY_DEST and k != "model" and v is not None:
@@ -164,38 +200,87 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     if log.requested_util is not None:
         f.setdefault("gpu_memory_utilization", log.requested_util)
     f.update(flags or {})
+    gpu_note = None
     if not gpu and not gpu_memory:
         if not log.total_memory_bytes:
             raise InputError("the log does not show the GPU's total memory; pass --gpu or --gpu-memory")
-        gpu_memory = f"{log.total_memory_bytes}B"
+        from configurator.hardware.catalog import match_cuda_total
+
+        found, near = match_cuda_total(log.total_memory_bytes, GPU_TOTAL_TOLERANCE_BYTES)
+        logged = f"{log.total_memory_bytes / (1 << 30):.2f} GiB"
+        if found is not None:
+            gpu = found.name
+            gpu_note = (f"GPU: {found.name} ({found.display_name}), the catalog GPU whose CUDA total matches the "
+                        f"logged {logged}; pass --gpu to name another")
+        else:
+            gpu_memory = f"{log.total_memory_bytes}B"
+            if len(near) > 1:
+                warnings.append(f"the logged CUDA total {logged} matches {' and '.join(g.name for g in near)}: "
+                                f"labelled custom; pass --gpu to name it")
     pred = estimate(EstimateRequest(model=spec, gpu=gpu, gpu_memory=gpu_memory, vllm_version=b.version, flags=f))
     pm = pred.memory
+    predicted = pred.not_modelled is None
     total = log.total_memory_bytes or pm.total_bytes
     util = float(pred.flags["gpu_memory_utilization"])
     requested = log.requested_bytes or requested_bytes(total, util, b.requested_rounding)
     weights = log.model_loading_bytes or log.weights_usage_bytes
+    if available is None:
+        # only "# GPU blocks: N": the pool is at least N blocks of the model's page size
+        per_block = pred.kv_cache.bytes_per_block if pred.kv_cache is not None else 0
+        if not per_block:
+            raise InputError(f"{source}: only '# GPU blocks: {log.num_gpu_blocks}' tells the KV pool, and the "
+                             f"block size in bytes is not known for this release: nothing to calibrate")
+        available = log.num_gpu_blocks * per_block
+        kv_source = f"'# GPU blocks: {log.num_gpu_blocks:,}' x {per_block:,} B per block"
+    if kv_source:
+        warnings.append(f"available KV cache taken from {kv_source}")
+    if weights is None and log.consumed_bytes is not None:
+        # "Actual usage is C GiB for consumed memory (weights + non-torch)": the weights are C less the
+        # non-torch memory, which that line does not split out (the prediction's is used)
+        weights = max(log.consumed_bytes - pm.non_torch_bytes, 0)
+        warnings.append("weights taken from the logged consumed memory (weights + non-torch) less the predicted "
+                        "non-torch memory")
     if weights is None:
         weights = pm.weights_bytes
         warnings.append("the log shows no 'Model loading took' line: the predicted weights are kept")
-    available = log.available_kv_bytes
-    graphs = log.cudagraph_estimate_bytes if b.cudagraph_estimate else None
+    activation = log.peak_activation_bytes
+    if activation is None and log.peak_torch_bytes is not None and (log.model_loading_bytes or log.weights_usage_bytes):
+        # 0.6.4's peak_torch_memory is the torch peak with the weights in it (worker.py: peak_memory -
+        # non_torch_allocations); the activation peak is what the profiling run added on top of them
+        activation = max(log.peak_torch_bytes - (log.model_loading_bytes or log.weights_usage_bytes), 0)
+    # CUDA graphs: what the release subtracts before sizing the pool (the estimate, 0.20+) is kept in the
+    # calibration; graphs captured after the pool was sized (V0, V1 before 0.20) are shown, not kept
+    graphs = (log.cudagraph_estimate_bytes or log.cudagraph_bytes) if b.cudagraph_estimate else None
+    graphs_after = None if b.cudagraph_estimate else (log.graph_capture_bytes or log.cudagraph_bytes
+                                                        or log.cudagraph_pool_bytes)
     measured = MeasuredMemory(total_bytes=total, requested_bytes=requested, weights_bytes=weights,
-                              activation_bytes=log.peak_activation_bytes, non_torch_bytes=log.non_torch_bytes,
+                              activation_bytes=activation, non_torch_bytes=log.non_torch_bytes,
                               cudagraph_bytes=graphs, overhead_bytes=requested - weights - available,
                               available_kv_bytes=available, kv_tokens=log.kv_tokens,
                               max_concurrency=log.max_concurrency)
     predicted_overhead = pm.activation_bytes + pm.non_torch_bytes + pm.cudagraph_bytes + pm.other_bytes
-    cal = Calibration(model=spec.hf_id or spec.name, gpu=pred.gpu.name, vllm_version=b.version,
+    cal = Calibration(model=spec.hf_id or spec.name, gpu=pred.gpu.name, vllm_version=label or b.version,
                       flags={k: v for k, v in pred.flags.items() if v is not None},
                       measured=measured, predicted_overhead_bytes=predicted_overhead, source=source)
     check = estimate(EstimateRequest(model=spec, gpu=gpu, gpu_memory=gpu_memory, vllm_version=b.version,
-                                     flags=f, calibration=cal))
-    rows = [("total (CUDA)", total, pm.total_bytes), ("requested (util x total)", requested, pm.requested_bytes),
-            ("weights", weights, pm.weights_bytes), ("activation peak", log.peak_activation_bytes, pm.activation_bytes),
-            ("non-torch", log.non_torch_bytes, pm.non_torch_bytes), ("CUDA graphs", graphs, pm.cudagraph_bytes),
-            ("all non-KV overhead", measured.overhead_bytes, predicted_overhead),
-            ("available KV cache", available, pm.kv_cache_bytes)]
+                                     flags=f, calibration=cal)) if predicted else None
+
+    def p(value: int) -> int | None:
+        return value if predicted else None
+
+    rows = [("total (CUDA)", total, p(pm.total_bytes)), ("requested (util x total)", requested, p(pm.requested_bytes)),
+            ("weights", weights, pm.weights_bytes), ("activation peak", activation, p(pm.activation_bytes)),
+            ("non-torch", log.non_torch_bytes, p(pm.non_torch_bytes))]
+    if graphs_after is not None:
+        rows.append(("CUDA graphs (after the KV pool)", graphs_after, None))
+    else:
+        rows.append(("CUDA graphs", graphs, p(pm.cudagraph_bytes)))
+    rows += [("all non-KV overhead", measured.overhead_bytes, p(predicted_overhead)),
+             ("available KV cache", available, p(pm.kv_cache_bytes))]
     return CalibrationReport(calibration=cal, rows=rows, logged_kv_bytes=available,
-                             predicted_kv_bytes=pm.kv_cache_bytes, calibrated_kv_bytes=check.memory.kv_cache_bytes,
-                             logged_tokens=log.kv_tokens, calibrated_tokens=check.kv_cache.tokens,
-                             warnings=warnings + check.warnings)
+                             predicted_kv_bytes=p(pm.kv_cache_bytes),
+                             calibrated_kv_bytes=check.memory.kv_cache_bytes if check else None,
+                             logged_tokens=log.kv_tokens,
+                             calibrated_tokens=check.kv_cache.tokens if check and check.kv_cache else None,
+                             gpu_note=gpu_note, not_predicted=pred.not_modelled,
+                             warnings=warnings + (check.warnings if check else []))

@@ -32,12 +32,12 @@ from configurator.calibration import Calibration
 from configurator.emit.serve import serve_args, serve_command
 from configurator.errors import InputError
 from configurator.estimate import EstimateRequest, EstimateResult, estimate, request_bytes
-from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, list_gpus
+from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, list_gpus, newest_release_for, no_kernel_image
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
 from configurator.units import GiB, format_gib
 from configurator.vllm.defaults import batch_defaults, derived_max_model_len
-from configurator.vllm.versions import behaviour
+from configurator.vllm.versions import SUPPORTED, behaviour
 from configurator.workloads import Workload, override
 
 UTILIZATIONS = (0.90, 0.92, 0.95)
@@ -444,6 +444,7 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
     per_request = kv.bytes_per_token * w.typical_tokens + kv.window_bytes_per_sequence + kv.state_bytes_per_sequence
     shortfall = max(need_n * per_request - res.memory.kv_cache_bytes, 1 << 20)  # a negative pool adds
     reason = res.errors[0] if res.errors else "vLLM would not start"
+    arch = no_kernel_image(gpu, version, SUPPORTED)
     layouts = ""
     if len(parallel) > 1:
         layouts = (f" No split of the {req.gpus} GPUs starts ({', '.join(_layout(*o) for o in parallel)}); shown is "
@@ -456,10 +457,12 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
             "gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs", "max_model_len", "tensor_parallel_size",
             "pipeline_parallel_size", "max_num_batched_tokens")},
         estimate=res, capacity=None, reasons=[], alternatives=[],
-        remedies=_remedies(model, gpu, req, best) if with_remedies else [], shortfall_bytes=shortfall,
-        summary=(f"Does not fit: vLLM would start with none of the candidates; {format_gib(shortfall)} GiB short per "
-                 f"GPU for the weights, overheads and the KV cache the workload needs, with {best.kv} KV at "
-                 f"utilization {best.util:g}: {reason}{layouts}"))
+        remedies=_remedies(model, gpu, req, best) if with_remedies else [], shortfall_bytes=0 if arch else shortfall,
+        # a release without kernels for the GPU fails before memory matters: no shortfall to report
+        summary=f"Does not start: vLLM {version} has no kernels for {gpu.name}: {arch}" if arch else
+        (f"Does not fit: vLLM would start with none of the candidates; {format_gib(shortfall)} GiB short per "
+         f"GPU for the weights, overheads and the KV cache the workload needs, with {best.kv} KV at "
+         f"utilization {best.util:g}: {reason}{layouts}"))
 
 
 def _remedies(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate) -> list[Remedy]:
@@ -467,6 +470,11 @@ def _remedies(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate) ->
     one per kind of change (the first, smallest, that solves), cheapest first."""
     w = req.workload
     tried: list[tuple[str, int, dict, PlanRequest]] = []
+    version = behaviour(req.vllm_version or "latest").version
+    if no_kernel_image(gpu, version, SUPPORTED) and (newest := newest_release_for(gpu, SUPPORTED)):
+        tried.append((f"use vLLM {newest}, the newest release whose wheels ship kernels for compute capability "
+                      f"{gpu.compute_capability} (--vllm-version {newest}, image vllm/vllm-openai:v{newest})", 1,
+                      {"vllm_version": newest}, replace(req, vllm_version=newest)))
     if "fp8" not in _kv_options(model, gpu, req) and gpu.fp8_kv in ("native", "storage-only") \
             and not model.quant.kv_cache_dtype:
         tried.append(("use an fp8 KV cache", 1, {"kv_cache_dtype": "fp8"}, replace(req, kv_cache_dtype="fp8")))

@@ -39,6 +39,8 @@ class _Strict(BaseModel):
 
 # ---- the vllm section, from the flag table ------------------------------------------------------
 
+HUMAN_LEN_PATTERN = r"^([0-9]+|[0-9]+(\.[0-9]+)?[kmgt]|[0-9]+[KMGT])$"
+
 # Extra constraints on top of the flag table's types (the table says int/float; these say which).
 _POSITIVE = {"max_num_seqs", "max_num_batched_tokens", "tensor_parallel_size", "pipeline_parallel_size",
              "data_parallel_size", "block_size", "num_gpu_blocks_override", "max_cudagraph_capture_size"}
@@ -60,7 +62,9 @@ def _value_type(f: Flag) -> Any:
     if f.type == "int":
         return Annotated[int, Field(ge=1 if f.dest in _POSITIVE else 0)]
     if f.type == "len":  # a length, or 'auto' / -1: fit the context to memory
-        return Annotated[int, Field(ge=1)] | Literal[-1, "auto"]
+        # or a length as vLLM's human_readable_int reads it: '128k' = 128,000, '128K' = 131,072 (decimals only
+        # with the decimal, lower-case suffixes), which the chart passes through as text
+        return Annotated[int, Field(ge=1)] | Literal[-1, "auto"] | Annotated[str, Field(pattern=HUMAN_LEN_PATTERN)]
     if f.type == "bytes":
         return Annotated[int, Field(ge=0)]
     if f.type == "bool":

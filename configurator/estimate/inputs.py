@@ -12,13 +12,19 @@ from typing import Any
 
 from configurator.errors import InputError
 from configurator.estimate.result import EstimateRequest
-from configurator.hardware.catalog import GPU, custom_gpu, find_gpu
+from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, no_kernel_image
 from configurator.memory.kv_dtype import KV_DTYPES, MODEL_DTYPE_KV, KVDtype
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
 from configurator.vllm import messages
 from configurator.vllm.defaults import BatchDefaults, DerivedLen, batch_defaults, derived_max_model_len
-from configurator.vllm.versions import CHECKPOINT_CONFIG_METHODS, Behaviour, behaviour, uses_v2_runner
+from configurator.vllm.versions import (
+    CHECKPOINT_CONFIG_METHODS,
+    SUPPORTED,
+    Behaviour,
+    behaviour,
+    uses_v2_runner,
+)
 
 _DTYPE_ALIASES = {"auto": None, "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
                   "float": "float32", "float32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -196,6 +202,10 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
                         hybrid=model.has_mamba)
     # max_concurrent_batches with async scheduling: pp + 1 on runner V2, else 2 (pp = 1) or pp
     mcb = (pp + 1 if v2 else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
+    # after the config checks vLLM makes at start-up, the first kernel launch fails on a GPU whose
+    # architecture the release's wheel has no kernels for
+    if arch := no_kernel_image(gpu, b.version, SUPPORTED):
+        errors.append(arch)
     v0 = v0_reason(b, gpu, kv_name)
     return Inputs(v0_reason=v0, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
                   kv_name=kv_name, kv=kv,

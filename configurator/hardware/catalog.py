@@ -147,6 +147,62 @@ def alias_note(name: str) -> str | None:
             f"({int(d['cuda_total_bytes']) / (1 << 30):.2f} GiB); name {others} to choose that one")
 
 
+def match_cuda_total(total_bytes: int, tolerance_bytes: int) -> tuple[GPU | None, list[GPU]]:
+    """The catalog GPU whose CUDA-visible total is within `tolerance_bytes` of a logged total, and every
+    GPU within it: (the one, [it]) when exactly one is; (None, those) when none or several are (MIG
+    slices are not matched: their totals are nominal)."""
+    near = sorted((g for g in list_gpus() if abs(g.total_bytes - total_bytes) <= tolerance_bytes),
+                  key=lambda g: abs(g.total_bytes - total_bytes))
+    return (near[0] if len(near) == 1 else None), near
+
+
+# The lowest compute capability (x10) each vLLM release's PyPI wheel ships CUDA kernels for: (first release,
+# lowest SM). A GPU below it fails its first kernel launch with CUDA's "no kernel image is available for
+# execution on the device". Measured, not remembered: `pip download vllm==X --no-deps`, then
+# `cuobjdump --list-elf` (cuobjdump 13.5.37 from the nvidia-cuda-cuobjdump wheel) on the wheel's vllm/_C.abi3.so
+# (0.25+: vllm/_C_stable_libtorch.abi3.so), counting the cubins of each sm_XX:
+#   vllm 0.8.0  (vllm-0.8.0-cp38-abi3-manylinux1_x86_64.whl):         sm_52 1, sm_70 24, sm_75 25, sm_80 34, ...
+#   vllm 0.9.0  (vllm-0.9.0-cp38-abi3-manylinux1_x86_64.whl):         sm_52 1, sm_70 30, sm_75 31, sm_80 49, ...
+#   vllm 0.15.0 (vllm-0.15.0-cp38-abi3-manylinux_2_31_x86_64.whl):    sm_52 1, sm_70 30, sm_75 43, sm_80 53, ...
+#   vllm 0.19.1 (vllm-0.19.1-cp38-abi3-manylinux_2_31_x86_64.whl):    sm_52 1, sm_70 28, sm_75 40, sm_80 50, ...
+#   vllm 0.20.0 (vllm-0.20.0-cp38-abi3-manylinux_2_35_x86_64.whl):    sm_75 39, sm_80 48, sm_86 29, ... (no sm_70;
+#               its only PTX is compute_75 / 80 / 90, which cannot be JIT-compiled for 7.0)
+#   vllm 0.25.0 (vllm-0.25.0-cp38-abi3-manylinux_2_28_x86_64.whl):    sm_75 53, sm_80 63, ... (no sm_70)
+#   vllm 0.33.0 (vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl):    sm_75 62, sm_80 71, ... (no sm_70)
+# 0.19.1 is the release just before 0.20.0, so 0.20.0 is the first without Volta (V100, 7.0); Turing (T4, 7.5)
+# is still shipped by 0.33.0. docs/gpus.md has the full listings.
+WHEEL_MIN_SM: tuple[tuple[str, int], ...] = (("0.0", 70), ("0.20.0", 75))
+
+
+def _release_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:4])
+
+
+def wheel_min_sm(version: str) -> int:
+    """The lowest compute capability (x10) the release's wheel ships kernels for (WHEEL_MIN_SM)."""
+    key = _release_key(version)
+    return max(sm for since, sm in WHEEL_MIN_SM if _release_key(since) <= key)
+
+
+def newest_release_for(gpu: GPU, releases: tuple[str, ...]) -> str | None:
+    """The newest of `releases` whose wheel still ships kernels for the GPU, or None."""
+    ok = [v for v in releases if gpu.sm >= wheel_min_sm(v)]
+    return max(ok, key=_release_key) if ok else None
+
+
+def no_kernel_image(gpu: GPU, version: str, releases: tuple[str, ...]) -> str | None:
+    """CUDA's refusal when the release ships no kernels for the GPU's architecture, else None (also for a GPU
+    whose compute capability is unknown, such as --gpu-memory)."""
+    need = wheel_min_sm(version)
+    if not (0 < gpu.sm < need):
+        return None
+    newest = newest_release_for(gpu, releases)
+    return (f"CUDA error: no kernel image is available for execution on the device (vLLM {version}'s wheels ship "
+            f"kernels for compute capability {need // 10}.{need % 10} and above; {gpu.product_name or gpu.display_name}"
+            f" is {gpu.compute_capability}"
+            + (f"; the newest release that runs it is {newest}, e.g. vllm/vllm-openai:v{newest})" if newest else ")"))
+
+
 def custom_gpu(memory: str) -> GPU:
     """A GPU known only by its memory (`--gpu-memory 79.18GiB`; a bare number is GiB): taken as
     the CUDA total."""

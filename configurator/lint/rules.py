@@ -239,6 +239,17 @@ def _fp8(ctx: Context) -> Iterator[Hit]:
                   ctx.server.flag_loc("kv_cache_dtype"))
 
 
+@rule("gpu-arch-unsupported", "The image's vLLM release has no kernels for the GPU", "error",
+      "Each vLLM release's wheel ships CUDA kernels for a range of GPU architectures; from 0.20.0 Volta (V100, "
+      "compute capability 7.0) is no longer among them, and the server fails its first kernel launch with CUDA's "
+      "\"no kernel image is available for execution on the device\" (docs/gpus.md lists what each release ships).",
+      "Pin the newest release that still ships kernels for the GPU (the message names it), or schedule the pod on "
+      "a newer GPU.")
+def _arch(ctx: Context) -> Iterator[Hit]:
+    yield from ctx.refusals("no kernel image is available",
+                            ctx.server.gpu_labels_loc or ctx.server.gpu_loc or ctx.server.loc)
+
+
 @rule("concurrency-preempted", "Target concurrency does not fit at the typical length", "warning",
       "With the workload's target concurrency the KV pool runs out and vLLM preempts requests (recomputes them), "
       "which multiplies latency.", "Use fp8 KV, more GPUs, or lower --max-num-seqs to what the pool holds.")

@@ -12,6 +12,17 @@ memory", "Free memory on device ..."), vllm/v1/core/kv_cache_utils.py ("GPU KV c
 "Maximum concurrency"), vllm/v1/worker/gpu_model_runner.py ("Model loading took", "Graph capturing
 finished", "Estimated CUDA graph memory"), and for V0 vllm/worker/worker.py ("Memory profiling
 results", "Memory profiling takes ...") and vllm/executor/executor_base.py ("# GPU blocks").
+
+V0 releases 0.6 / 0.7 (read from the vllm==0.6.4.post1, 0.6.6 and 0.7.3 wheels): the API server logs
+every argument as `args: Namespace(model='...', ...)` (vllm/entrypoints/openai/api_server.py
+run_server); 0.6.4 prints "Memory profiling results: total_gpu_memory=T GiB ... peak_torch_memory=P
+GiB ... non_torch_memory=N GiB kv_cache_size=K GiB gpu_memory_utilization=U" where P is the torch
+peak *including* the weights (vllm/worker/worker.py determine_num_available_blocks); 0.6.6 and 0.7.x
+print "Memory profiling takes S seconds\nthe current vLLM instance can use total_gpu_memory (T GiB) x
+gpu_memory_utilization (U) = R GiB\nmodel weights take W GiB; non_torch_memory takes N GiB; PyTorch
+activation peak memory takes A GiB; the rest of the memory reserved for KV Cache is K GiB." over three
+lines; vllm/executor/gpu_executor.py (0.6) and executor_base.py (0.7) "# GPU blocks: G, # CPU blocks:
+C"; the early V1 engine of 0.6.6 / 0.7.x (vllm/v1/core/kv_cache_utils.py) "# GPU blocks: G" alone.
 """
 
 from __future__ import annotations
@@ -55,6 +66,7 @@ class StartupLog:
     max_concurrency_tokens: int | None = None   # the L of that line
     num_gpu_blocks: int | None = None
     num_cpu_blocks: int | None = None           # V0 only
+    namespace_args: bool = False                # non_default_args is 0.6/0.7's full `args: Namespace(...)`
     # the budget, from "Free memory on device ..." (V1) or "Memory profiling ..." (V0)
     free_memory_bytes: int | None = None
     total_memory_bytes: int | None = None
@@ -63,6 +75,7 @@ class StartupLog:
     consumed_bytes: int | None = None           # weights + non-torch, as one number (0.19+)
     weights_usage_bytes: int | None = None
     peak_activation_bytes: int | None = None
+    peak_torch_bytes: int | None = None         # 0.6.4 "peak_torch_memory=": torch peak, weights included
     non_torch_bytes: int | None = None
     cudagraph_bytes: int | None = None          # "C GiB for CUDAGraph memory"
     kv_in_use_bytes: int | None = None          # "Current kv cache memory in use is D GiB"
@@ -117,6 +130,8 @@ _RULES: tuple[_Rule, ...] = (
     _rule("Maximum concurrency for",
           rf"Maximum concurrency for {_g('max_concurrency_tokens')} tokens per request: {_g('max_concurrency')}x"),
     _rule("CPU blocks:", rf"\w+ blocks: {_g('num_gpu_blocks')}, # CPU blocks: {_g('num_cpu_blocks')}", "V0"),
+    # the early V1 engine (0.6.6-0.7.x, vllm/v1/core/kv_cache_utils.py): "# GPU blocks: N" alone
+    _rule("# GPU blocks:", rf"# GPU blocks: {_g('num_gpu_blocks')}(?!,? # CPU)\s*$"),
     _rule("num_gpu_blocks is:", rf"num_gpu_blocks is: {_g('num_gpu_blocks')}", "V1"),
     _rule("block size to", rf"Setting (?:attention|kv cache) block size to {_g('block_size')}"),
     # V1 "Free memory on device (F/T GiB) on startup. Desired GPU memory utilization is (U, R GiB). ..."
@@ -146,6 +161,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule("Memory profiling results", rf"total_gpu_memory={_g('total_memory_bytes')}\s*GiB", "V0"),
     _rule("Memory profiling results", rf"\bnon_torch_memory={_g('non_torch_bytes')}\s*GiB", "V0"),
     _rule("Memory profiling results", rf"kv_cache_size={_g('available_kv_bytes')}\s*GiB", "V0"),
+    _rule("peak_torch_memory=", rf"peak_torch_memory={_g('peak_torch_bytes')}\s*GiB", "V0"),
     _rule("Memory profiling results", rf"gpu_memory_utilization={_g('requested_util')}", "V0"),
     # V1 profiling result (logged at DEBUG): "torch peak memory increase: X GiB; ..."
     _rule("torch peak memory increase", rf"torch peak memory increase: {_g('peak_activation_bytes')}\s*GiB", "V1"),
@@ -183,6 +199,10 @@ _LOGO_MODEL = re.compile(r"[█▀▄]\s+model\s+(?P<model>\S+)\s*$")
 _ENGINE = re.compile(r"Initializing an? (?:(?P<engine>V[01]) )?LLM engine \(v(?P<version>[^)\s]+)\)"
                      r"(?: with config: (?P<config>.*))?")
 _ARGS = re.compile(r"non-default args: (?P<args>\{.*\})")
+# 0.6 / 0.7: every argument, as argparse prints it ("args: Namespace(subparser='serve', model='...', ...)")
+_NAMESPACE = re.compile(r"\bargs: Namespace\((?P<args>.*)\)\s*$")
+_NS_PAIR = re.compile(r"(?:^|,\s)(?P<key>\w+)="
+                      r"(?P<value>'[^']*'|\"[^\"]*\"|-?\d+(?:\.\d+)?(?:[eE]-?\d+)?|True|False|None)(?=,\s|$)")
 _ARG_PAIR = re.compile(r"'(?P<key>\w+)':\s*(?P<value>'[^']*'|\"[^\"]*\"|-?\d+(?:\.\d+)?(?:[eE]-?\d+)?|True|False|None)")
 
 # fields of the engine config line (vllm/config/vllm.py VllmConfig.__str__)
@@ -227,6 +247,7 @@ class _Scan:
     config: dict[str, Any] = field(default_factory=dict)
     config_models: list[str] = field(default_factory=list)
     args: dict[str, Any] | None = None
+    namespace_args: bool = False
     arg_models: list[str] = field(default_factory=list)
     served_models: list[str] = field(default_factory=list)
     per_rank: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -362,6 +383,18 @@ def _scan_banners(scan: _Scan, line: str) -> None:
         model = args.get("model", args.get("model_tag"))
         if isinstance(model, str):
             _add(scan.arg_models, model)
+    if "args: Namespace(" in line and (m := _NAMESPACE.search(line)):
+        scan.recognised = scan.banner = True
+        ns: dict[str, Any] = {}
+        for pair in _NS_PAIR.finditer(m.group("args")):
+            try:
+                ns.setdefault(pair.group("key"), ast.literal_eval(pair.group("value")))
+            except (ValueError, SyntaxError):
+                continue
+        if scan.args is None:
+            scan.args, scan.namespace_args = ns, True
+        if isinstance(ns.get("model"), str):
+            _add(scan.arg_models, ns["model"])
 
 
 # vLLM's memory lines are a few hundred characters and name each figure once. A longer line, or one that
@@ -502,6 +535,7 @@ def _assemble(scan: _Scan) -> StartupLog:
         vllm_version=scan.versions[0] if scan.versions else None,
         model=model,
         non_default_args=args,
+        namespace_args=scan.namespace_args,
         max_model_len=setting("max_model_len"),
         tensor_parallel_size=setting("tensor_parallel_size"),
         pipeline_parallel_size=setting("pipeline_parallel_size"),
@@ -524,6 +558,7 @@ def _assemble(scan: _Scan) -> StartupLog:
         consumed_bytes=pick("consumed_bytes"),
         weights_usage_bytes=pick("weights_usage_bytes"),
         peak_activation_bytes=pick("peak_activation_bytes"),
+        peak_torch_bytes=pick("peak_torch_bytes"),
         non_torch_bytes=pick("non_torch_bytes"),
         cudagraph_bytes=pick("cudagraph_bytes"),
         kv_in_use_bytes=pick("kv_in_use_bytes"),
