@@ -17,8 +17,8 @@ from configurator.memory.kv_dtype import KV_DTYPES, MODEL_DTYPE_KV, KVDtype
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
 from configurator.vllm import messages
-from configurator.vllm.mm_items import prefix_lm_max_item_tokens
 from configurator.vllm.defaults import BatchDefaults, DerivedLen, batch_defaults, derived_max_model_len
+from configurator.vllm.mm_items import prefix_lm_max_item_tokens
 from configurator.vllm.versions import CHECKPOINT_CONFIG_METHODS, Behaviour, behaviour, uses_v2_runner
 
 _DTYPE_ALIASES = {"auto": None, "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
