@@ -87,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
                        "# leave-one-group-out cross-validated residuals (predicted - logged 'Available KV cache\n"
                        "# memory') of benchmarks/accuracy.py on ../shared/data/vllm-startup-logs dev + dev2,\n"
                        "# records that print their release. below_gib: how far vLLM's figure fell below the\n"
-                       f"# prediction; above_gib: how far above. Both are {Z} x the RMS residual (normal approximation,\n"
-                       "# 90% two-sided); one 'all' row: too few records per era / architecture cell.\n"
+                       f"# prediction; above_gib: how far above. Both are {Z} x the RMS residual\n"
+                       "# (normal approximation, 90% two-sided); one 'all' row: too few records per era /\n"
+                       "# architecture cell.\n"
                        + yaml.safe_dump({"bands": t}, sort_keys=False))
         print(f"wrote {OUT.relative_to(ROOT)}")
     return 0 if cov >= COVERAGE_TARGET else 1
