@@ -397,7 +397,7 @@ def report(ev: dict, s: dict) -> list[str]:
         "They are not used to fit.", "",
         "| evaluated as | median / p90 GiB | records |", "|---|---|---|",
         f"| {NEWEST} (tool default) | {f(s['apart'])} | {s['apart']['n']} |",
-        *(f"| {ver} | {f(st)} | {st['n']} |" for ver, st in s["apart_spread"].items()),
+        *(f"| {ver} | {f(st)} | {st['n']} |" for ver, st in s["apart_spread"].items() if ver != NEWEST),
         f"| naive baseline | {f(s['apart_naive'])} | {s['apart_naive']['n']} |", "",
         f"## Verdicts ({s['n_verdicts']} records run, versioned and not)", "",
         "| | in-sample | cross-validated |", "|---|---|---|",

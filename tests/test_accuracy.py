@@ -74,3 +74,9 @@ def test_multi_gpu_record_without_a_layout_runs_tensor_parallel():
         == {"gpu_memory": "79.33GiB"}
     with pytest.raises(LookupError):
         kv.gpu_for({"gpu_family": "unknown 24 GB", "gpu": "24 GB GPU (model not stated)"})
+
+
+def test_the_script_exits_one_when_a_claim_is_missed(acc, monkeypatch, tmp_path):
+    mod, _ev, _s = acc
+    monkeypatch.setitem(mod.CLAIMS, "cv_median_gib", 0.0)
+    assert mod.main(["--out", str(tmp_path / "a.md")]) == 1
