@@ -109,8 +109,10 @@ def model_for(record: dict):
             continue
         spec = with_checkpoint_quant(spec, record)
         return spec, name if i == 0 else f"{spec.hf_id or name} (geometry for '{cands[0]}')"
-    raise LookupError(f"{cands[0] if cands else text[:40]!s}: no built-in profile "
-                      f"(config.json not available offline)")
+    if not cands:
+        raise LookupError(f"'{text[:40]}': no Hugging Face id, and no name with a family version and size "
+                          f"(the identity, and so the geometry, is ambiguous)")
+    raise LookupError(f"{cands[0]}: no built-in profile (config.json not available offline)")
 
 
 def gpu_for(record: dict) -> dict:
