@@ -320,7 +320,8 @@ def summary(ev: dict) -> dict:
         "groups": len(ev["groups"]),
     }
     verdicts = {"started_predicted_refused": [], "refused_predicted_fits": [], "at_risk_started": [],
-                "at_risk_refused": [], "cv_started_predicted_refused": [], "cv_refused_predicted_fits": []}
+                "at_risk_refused": [], "cv_started_predicted_refused": [], "cv_refused_predicted_fits": [],
+                "cv_at_risk_started": [], "cv_at_risk_refused": []}
     for r in rows:
         c, v = r["case"], r["res"].verdict
         if c.started and v == "refused":
@@ -334,6 +335,8 @@ def summary(ev: dict) -> dict:
             verdicts["cv_started_predicted_refused"].append(c.id)
         if cv == "fits" and not c.started:
             verdicts["cv_refused_predicted_fits"].append(f"{c.id} ({c.status})")
+        if cv == "at-risk":
+            verdicts["cv_at_risk_started" if c.started else "cv_at_risk_refused"].append(c.id)
     s["verdicts"] = verdicts
     s["n_verdicts"] = len(rows)
     w = [(r["case"].id, r["case"].model.quant.method or "16-bit",
@@ -407,8 +410,11 @@ def report(ev: dict, s: dict) -> list[str]:
         f"| refused by vLLM, predicted `fits` | {len(v['refused_predicted_fits'])} "
         f"{'; '.join(v['refused_predicted_fits'])} | {len(v['cv_refused_predicted_fits'])} "
         f"{'; '.join(v['cv_refused_predicted_fits'])} |",
-        f"| `at-risk`, started | {len(v['at_risk_started'])} {' '.join(v['at_risk_started'])} | |",
-        f"| `at-risk`, refused | {len(v['at_risk_refused'])} {' '.join(v['at_risk_refused'])} | |", "",
+        f"| `at-risk`, started | {len(v['at_risk_started'])} {' '.join(v['at_risk_started'])} | "
+        f"{len(v['cv_at_risk_started'])} {' '.join(v['cv_at_risk_started'])} |",
+        f"| `at-risk`, refused | {len(v['at_risk_refused'])} {' '.join(v['at_risk_refused'])} | "
+        f"{len(v['cv_at_risk_refused'])} {' '.join(v['cv_at_risk_refused'])} |", "",
+        "Cross-validated verdicts exist for versioned records only (the unversioned ones are not fitted).", "",
         "## Weights vs 'Model loading took' (every record run that logs it, quantized included)", "",
         "| record | checkpoint quantization | error |", "|---|---|---|",
         *(f"| {i} | {q} | {e:+.1f}% |" for i, q, e in s["weights"]), "",

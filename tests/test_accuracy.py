@@ -80,3 +80,16 @@ def test_the_script_exits_one_when_a_claim_is_missed(acc, monkeypatch, tmp_path)
     mod, _ev, _s = acc
     monkeypatch.setitem(mod.CLAIMS, "cv_median_gib", 0.0)
     assert mod.main(["--out", str(tmp_path / "a.md")]) == 1
+
+
+def test_a_quantized_checkpoint_resolved_to_its_base_carries_the_records_quantization():
+    kv = load_benchmark("kv_reproduction")
+    nvfp4 = {"model": "Qwen3.6-35B-A3B NVFP4 checkpoint (local dir ~/.cache/x; HF repo id not shown)",
+             "quantization": "modelopt (NVFP4 checkpoint)"}
+    spec, label = kv.model_for(nvfp4)
+    assert spec.quant.method == "modelopt" and spec.quant.weight_bits == 4.5 and "Qwen3.6-35B-A3B" in label
+    assert kv.quantization_for(nvfp4) is None  # vLLM reads the method from the checkpoint's config
+    online = {"model": "Qwen/Qwen3-14B", "quantization": "fp8"}
+    assert kv.quantization_for(online) == "fp8"
+    with pytest.raises(LookupError):  # 'Mistral-7B' names checkpoints of different geometry
+        kv.model_for({"model": "Mistral-7B GPTQ checkpoint (local path /models/mistral-7b)"})
