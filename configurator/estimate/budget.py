@@ -124,7 +124,8 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         total = cal.measured.total_bytes
     requested = requested_bytes(total, inp.util, b.requested_rounding)
     stages = pp_layer_split(model.num_hidden_layers, pp)
-    w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype)
+    w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype,
+                     compute_capability=inp.gpu.sm)
     weights = max(0, w.per_rank_bytes - int(float(f.get("cpu_offload_gb") or 0) * GiB))
     tc = model.text_config
     ov = estimate_overheads(

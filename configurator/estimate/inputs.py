@@ -18,6 +18,7 @@ from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
 from configurator.vllm import messages
 from configurator.vllm.defaults import BatchDefaults, DerivedLen, batch_defaults, derived_max_model_len
+from configurator.vllm.mm_items import prefix_lm_max_item_tokens
 from configurator.vllm.versions import (
     CHECKPOINT_CONFIG_METHODS,
     SUPPORTED,
@@ -185,6 +186,8 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     chunked = f.get("enable_chunked_prefill", True) is not False or b.chunked_forced
     if not chunked and mnbt_user is None:
         mnbt = max(max_len, mnbt)
+    if mnbt_user is None and b.mm_prefix_lm_batch_floor:
+        mnbt = max(mnbt, prefix_lm_max_item_tokens(model))  # one media item fits one batch
     if mnbt_user is None and b.mnbt_clamp:
         mnbt = min(max_num_seqs * max_len, mnbt)
     if seqs_user is None and b.seqs_clamp:

@@ -9,6 +9,7 @@ norms and routers stay 16-bit.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from configurator.memory.build import pp_layer_split
@@ -29,9 +30,13 @@ class ParamCounts:
 
     embedding: int
     lm_head: int
-    per_layer_linear: tuple[int, ...]  # quantizable linear weights of each decoder layer
+    per_layer_linear: tuple[int, ...]  # quantizable linear weights of each decoder layer (all below)
     per_layer_other: tuple[int, ...]  # norms, routers, biases, SSM parameters (16-bit)
     vision: int = 0
+    per_layer_attention: tuple[int, ...] = ()  # attention / linear-attention projections
+    per_layer_experts: tuple[int, ...] = ()  # routed experts (FusedMoE), router excluded
+    per_layer_router: tuple[int, ...] = ()  # the router's gate (ReplicatedLinear, never quantized)
+    experts: tuple[int, int, int] = (0, 0, 0)  # (num_experts, hidden, moe_intermediate) for kernel padding
 
     @property
     def total(self) -> int:
@@ -73,13 +78,16 @@ def count_params(model: ModelSpec) -> ParamCounts:
             mamba_by_layer[g.index] = proj
     dense_mlp = _mlp_params(h, model.intermediate_size, c)
     moe = _moe_params(c, h)
-    linear, other = [], []
+    routed, router = _routed_params(c, h)
+    linear, other, attn, exp, rout = [], [], [], [], []
     first_dense = int(c.get("first_k_dense_replace") or 0)
     freq = int(c.get("moe_layer_freq") or 1) if isinstance(c.get("moe_layer_freq"), int) else 1
     pattern = c.get("hybrid_override_pattern") if isinstance(c.get("hybrid_override_pattern"), str) else None
     blocks = c.get("block_configs") if isinstance(c.get("block_configs"), list) else None
     for i in range(n):
         lin = attn_by_layer.get(i, 0) + mamba_by_layer.get(i, 0)
+        attn.append(lin)
+        has_moe = False
         if blocks is not None and i < len(blocks) and isinstance(blocks[i], dict):
             ffn = blocks[i].get("ffn") or {}
             if not ffn.get("no_op"):
@@ -89,17 +97,25 @@ def count_params(model: ModelSpec) -> ParamCounts:
         elif pattern is not None:
             ch = pattern[i] if i < len(pattern) else "-"
             lin += moe if ch == "E" else dense_mlp if ch == "-" else 0
+            has_moe = ch == "E"
         elif moe and i >= first_dense and (i - first_dense) % freq == 0:
             lin += moe
+            has_moe = True
             if c.get("enable_moe_block") or str(c.get("model_type", "")).startswith("gemma4"):
                 lin += dense_mlp  # Gemma 4 runs a dense MLP beside the experts in every layer
         else:
             lin += dense_mlp
         linear.append(lin)
         other.append(2 * h)
+        exp.append(routed if has_moe else 0)
+        rout.append(router if has_moe else 0)
     embedding = vocab * h
     lm_head = 0 if model.tie_word_embeddings else vocab * h
-    return ParamCounts(embedding, lm_head, tuple(linear), tuple(other), vision=_vision_params(model.full_config, h))
+    n_exp = _num_experts(c)
+    return ParamCounts(embedding, lm_head, tuple(linear), tuple(other), vision=_vision_params(model.full_config, h),
+                       per_layer_attention=tuple(attn), per_layer_experts=tuple(exp), per_layer_router=tuple(rout),
+                       experts=(n_exp, h, int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size")
+                                               or c.get("intermediate_size") or 0) if n_exp else 0))
 
 
 def _vision_params(config: dict, text_hidden: int) -> int:
@@ -117,7 +133,16 @@ def _vision_params(config: dict, text_hidden: int) -> int:
     chans = int(v.get("in_channels") or v.get("num_channels") or 3) * int(v.get("temporal_patch_size") or 1)
     merge = int(v.get("spatial_merge_size") or 1) ** 2
     out = int(v.get("out_hidden_size") or text_hidden)
-    return depth * (4 * h * h + 2 * h * inter) + chans * patch * patch * h + h * merge * (h * merge) + h * merge * out
+    mlp = 2 * h * inter
+    extra = 0
+    if str(v.get("model_type", "")) == "gemma4_vision":
+        # Gemma 4's vision tower (transformers' Gemma4VisionModel, which vLLM 0.25.1 gemma4_mm.py builds
+        # with AutoModel.from_config) has a gated gate/up/down MLP and a factorized position table
+        # [position_embedding_size, 2, hidden]; vLLM leaves it unquantized (intermediate 4,304 is not
+        # a multiple of 64)
+        mlp = 3 * h * inter
+        extra = int(v.get("position_embedding_size") or 0) * 2 * h
+    return depth * (4 * h * h + mlp) + chans * patch * patch * h + h * merge * (h * merge) + h * merge * out + extra
 
 
 def _mla_params(c: dict, h: int, heads: int) -> int:
@@ -138,10 +163,24 @@ def _mlp_params(h: int, inter: int, c: dict) -> int:
     return (3 if gated else 2) * h * inter
 
 
-def _moe_params(c: dict, h: int) -> int:
+def _num_experts(c: dict) -> int:
     experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0
     if isinstance(experts, list):
         experts = experts[0]
+    return int(experts or 0)
+
+
+def _routed_params(c: dict, h: int) -> tuple[int, int]:
+    """(routed experts' gate/up/down weights, router gate) of one MoE layer."""
+    experts = _num_experts(c)
+    if not experts:
+        return 0, 0
+    inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size"))
+    return experts * 3 * h * inter, h * experts
+
+
+def _moe_params(c: dict, h: int) -> int:
+    experts = _num_experts(c)
     if not experts:
         return 0
     inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size"))
@@ -163,34 +202,109 @@ class WeightEstimate:
 
 
 def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None = None,
-                 dtype: str | None = None) -> WeightEstimate:
-    """Bytes per GPU on the heaviest rank. With a known checkpoint size, that size is split the
-    way the parameter count splits; otherwise params x bytes per parameter of the quantization."""
+                 dtype: str | None = None, compute_capability: int = 0) -> WeightEstimate:
+    """Bytes per GPU on the heaviest rank, as the checkpoint lands on the GPU.
+
+    Each part takes the bytes its quantization method gives it in vLLM (see _part_bytes):
+    embeddings, lm_head, norms, routers and vision towers stay in the model dtype; MXFP4 quantizes
+    only the MoE experts, padded to the kernel's alignment (compute_capability picks the kernel).
+    A known checkpoint size replaces the count for methods that load tensors as stored."""
     p = count_params(model)
     dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
+    method = model.quant.method or quantization
     bits = model.quant.weight_bits
     if bits is None and quantization in QUANT_BITS:
         bits = QUANT_BITS[quantization]  # online quantization, or a method the config did not declare
-    lin_bytes = bits / 8 if bits else dt
+    per_layer = _part_bytes(model, p, tp, dt, method, bits, compute_capability)
     stages = pp_layer_split(model.num_hidden_layers, pp)
     best_rank = 0.0
-    total = (p.embedding + p.lm_head + p.vision) * dt + sum(p.per_layer_other) * dt \
-        + sum(p.per_layer_linear) * lin_bytes
     for s, layers in enumerate(stages):
-        b = sum(p.per_layer_linear[i] for i in layers) * lin_bytes / tp
+        b = sum(per_layer[i] for i in layers)
         b += sum(p.per_layer_other[i] for i in layers) * dt
         if s == 0:
             b += p.embedding * dt / tp + p.vision * dt
         if s == len(stages) - 1:
             b += (p.lm_head if p.lm_head else (p.embedding if pp > 1 else 0)) * dt / tp
         best_rank = max(best_rank, b)
+    total = (p.embedding + p.lm_head + p.vision + sum(p.per_layer_other)) * dt + sum(per_layer) * tp
     # registered buffers load with the weights: the RoPE cos/sin cache (one per distinct RoPE)
-    rope = _rope_cache_bytes(model, dt)
-    best_rank += rope
-    if model.weights_bytes and quantization in (None, model.quant.method):
+    best_rank += _rope_cache_bytes(model, dt)
+    if model.weights_bytes and quantization in (None, model.quant.method) and method not in REPACKED:
         share = best_rank / total if total else 1.0
         return WeightEstimate(int(model.weights_bytes * share), model.weights_bytes, "checkpoint", p.total)
     return WeightEstimate(int(best_rank), int(total), "config", p.total)
+
+
+# methods whose tensors on the GPU differ from the checkpoint's (padding, repacking)
+REPACKED = frozenset({"mxfp4"})
+
+
+def _unquantized_attention(model: ModelSpec) -> bool:
+    """The quantization config leaves the attention projections in 16-bit (modules_to_not_convert /
+    ignore list naming self_attn, as gpt-oss's does: 'model.layers.*.self_attn')."""
+    qc = model.full_config.get("quantization_config") or model.text_config.get("quantization_config") or {}
+    if not isinstance(qc, dict):
+        return False
+    skip = []
+    for key in ("modules_to_not_convert", "ignore", "ignored_layers", "exclude_modules"):
+        if isinstance(qc.get(key), list):
+            skip += [str(x) for x in qc[key]]
+    return any("self_attn" in x and not re.search(r"vision|visual|audio", x) for x in skip)
+
+
+def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str | None, bits: float | None,
+                capability: int) -> list[float]:
+    """Bytes of each decoder layer's linear weights on one TP rank."""
+    q = bits / 8 if bits else dt
+    attn_b = dt if (method == "mxfp4" or _unquantized_attention(model)) else q
+    out = []
+    for i, lin in enumerate(p.per_layer_linear):
+        attn = p.per_layer_attention[i] if p.per_layer_attention else 0
+        exp = p.per_layer_experts[i] if p.per_layer_experts else 0
+        router = p.per_layer_router[i] if p.per_layer_router else 0
+        rest = lin - attn - exp - router  # dense MLP, shared experts
+        if method == "mxfp4":
+            # vllm/model_executor/layers/quantization/mxfp4.py (0.19.0-0.25.1): Mxfp4Config quantizes only
+            # FusedMoE; every LinearBase falls back to UnquantizedLinearMethod
+            b = (attn + rest) * dt / tp + (_mxfp4_expert_bytes(p, tp, capability) if exp else 0)
+        else:
+            b = attn * attn_b / tp + (rest + exp) * q / tp
+        out.append(b + router * dt)  # the router gate is a ReplicatedLinear without quant_config
+    return out
+
+
+MXFP4_BLOCK = 32  # elements per e8m0 scale
+
+
+def mxfp4_backend_alignment(capability: int) -> tuple[int, int]:
+    """(hidden, intermediate) alignment of the MXFP4 MoE kernel vLLM picks on a GPU.
+
+    vllm/model_executor/layers/fused_moe/oracle/mxfp4.py (0.19.0; same rule in 0.24.0 / 0.25.1):
+    select_mxfp4_moe_backend tries FLASHINFER_TRTLLM (SM100 family) > TRITON ((9,0) <= cc < (11,0))
+    > FLASHINFER_CUTLASS (SM90/100/110/120) > MARLIN (cc >= 7.5); mxfp4_round_up_hidden_size_and_
+    intermediate_size pads TRTLLM to (256, 256), CUTLASS to (128, 128), MARLIN to (256, 128) and the
+    Triton path's intermediate to 64. gpt-oss-20b on an A100 (Marlin): hidden 2,880 -> 3,072,
+    intermediate 2,880 -> 2,944: the experts take 11.07 GB instead of 10.15 GB."""
+    if 100 <= capability < 110:
+        return 256, 256
+    if 90 <= capability < 110:
+        return 1, 64
+    if capability >= 110:
+        return 128, 128
+    return 256, 128
+
+
+def _mxfp4_expert_bytes(p: ParamCounts, tp: int, capability: int) -> float:
+    """One MoE layer's experts on one TP rank: uint8 e2m1 pairs + one uint8 e8m0 scale per 32
+    (Mxfp4MoEMethod.create_weights: w13 [E, 2I, H/2], w2 [E, H, I/2], scales /32), on the padded
+    shapes, plus the bf16 biases (w13_bias [E, 2I], w2_bias [E, H]); Marlin's repacking keeps the
+    sizes (marlin_utils_fp4.prepare_moe_mxfp4_layer_for_marlin: scales back to e8m0)."""
+    n, h, inter = p.experts
+    ah, ai = mxfp4_backend_alignment(capability)
+    hp = cdiv(h, ah) * ah
+    ip = cdiv(cdiv(inter, tp), ai) * ai
+    elements = n * 3 * hp * ip
+    return elements * (0.5 + 1 / MXFP4_BLOCK) + n * (2 * ip + hp) * 2
 
 
 def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:

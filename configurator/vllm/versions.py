@@ -98,8 +98,13 @@ class Behaviour:
     batch_tiers: Literal["h100_name", "mem70", "two_tiers", "three_tiers"] = "three_tiers"
     # max_num_seqs default on the small tier: 1,024 for every GPU in 0.8.0-0.8.3, 256 from 0.8.4
     small_tier_seqs: int = 256
-    # GB10 (DGX Spark) kept on the small tier (0.33)
+    # GB10 (DGX Spark) on the small tier: explicitly from 0.33; before, because get_batch_defaults reads the
+    # device memory through NVML (platforms/cuda.py get_device_total_memory), which GB10 does not implement,
+    # and its `except Exception: device_memory = 0` (engine/arg_utils.py, 0.10.1.1-0.25.1) picks the small tier
     gb10_small_tier: bool = True
+    # a defaulted max_num_batched_tokens is raised to the largest single multimodal item of a prefix-LM
+    # model (EngineArgs._get_min_mm_batched_tokens; read in 0.24.0, 0.25.1, 0.33.0; absent in 0.20.0)
+    mm_prefix_lm_batch_floor: bool = True
     # defaulted max_num_batched_tokens clamped to max_num_seqs x max_model_len (0.11.1+)
     mnbt_clamp: bool = True
     # defaulted max_num_seqs clamped to max_num_batched_tokens (0.10.1+)
@@ -152,7 +157,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     hybrid_prefix_caching=False, hybrid_prefix_caching_supported=False,
                     nemotron_h_ssm_dtype="model",
                     hybrid_align="fixed16", chunked_local_hma=False,
-                    mla_block="flashmla_hopper", gb10_small_tier=False,
+                    mla_block="flashmla_hopper", mm_prefix_lm_batch_floor=False,
                     mnbt_clamp=False, seqs_clamp=False, chunked_forced=True, requested_rounding="float",
                     checkpoint_kv_auto=False,
                     yarn_max_len="scale", messages="v0_11", auto_max_model_len=False,
@@ -183,7 +188,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     nemotron_h_ssm_dtype="float32")),
     ("0.21.0", dict(tokens="concurrency", capture_mnbt=True)),
     ("0.23.0", dict(messages="v0_23", v2_scope="llama_qwen3")),
-    ("0.24.0", dict(v2_scope="listed")),
+    ("0.24.0", dict(v2_scope="listed", mm_prefix_lm_batch_floor=True)),
     ("0.25.0", dict(v2_scope="dense_no_hybrid")),
     ("0.26.0", dict(in_flight="batches")),
     ("0.27.0", dict(accounting="consumed", v2_scope="dense_listed_hybrid", hybrid_mla_align_128=True)),
