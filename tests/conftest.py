@@ -59,3 +59,8 @@ def load_benchmark(name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "install: builds the wheel and installs it in a fresh venv (about a minute); "
+                                       "runs in CI and `make test`, deselect locally with -m 'not install'")
