@@ -89,9 +89,10 @@ def _find_profile_file(name: str) -> Path | None:
     return _alias_index().get(key)
 
 
-def load_local(path: Path) -> ModelSpec:
+def load_local(path: Path, hf_id: str | None = None) -> ModelSpec:
     """A config.json file, or a model folder holding one (plus hf_quant_config.json and the
-    safetensors index, whose metadata.total_size gives the exact weight bytes)."""
+    safetensors index, whose metadata.total_size gives the exact weight bytes). `hf_id`: the
+    repository id a Hugging Face cache snapshot was found under (named by it, not by its path)."""
     folder = path if path.is_dir() else path.parent
     cfg_path = path / "config.json" if path.is_dir() else path
     if not cfg_path.is_file():
@@ -109,8 +110,8 @@ def load_local(path: Path) -> ModelSpec:
         total = (_read_json(index, "safetensors index").get("metadata") or {}).get("total_size")
         if isinstance(total, int):
             weights, source = total, f"{index.name} metadata.total_size"
-    return read_model_spec(config, name=str(path), hf_quant_config=hq, weights_bytes=weights,
-                           weights_source=source)
+    return read_model_spec(config, name=hf_id or str(path), hf_quant_config=hq, weights_bytes=weights,
+                           weights_source=source, hf_id=hf_id)
 
 
 def _from_hf_cache(repo_id: str) -> Path | None:
@@ -189,8 +190,8 @@ def resolve_model(name: str, *, allow_hub: bool = True) -> ModelSpec:
     if _HUB_ID.match(name):
         cached = _from_hf_cache(name)
         if cached is not None:
-            return load_local(cached)
+            return load_local(cached, hf_id=name)
         if allow_hub and os.environ.get("HF_HUB_OFFLINE") not in ("1", "true", "True"):
-            return load_local(_from_hub(name))
+            return load_local(_from_hub(name), hf_id=name)
     raise NotFoundError("model", name, _near(name),
                         hint="a built-in profile, a Hugging Face id, or a path to config.json")

@@ -284,8 +284,8 @@ def normalize(version: str) -> str:
 
 def version_from_image(image: str) -> tuple[str, str | None]:
     """Container image -> (version, warning). vllm/vllm-openai:v0.11.0 -> 0.11.0; latest -> newest."""
-    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else "latest"
-    tag = tag.split("@", 1)[0]
+    ref = image.split("@", 1)[0]  # a digest (repo:tag@sha256:...) is no tag: the tag is before it
+    tag = ref.rsplit(":", 1)[1] if ":" in ref.rsplit("/", 1)[-1] else "latest"
     m = re.search(r"v?(\d+\.\d+(?:\.\d+){0,2})", tag)
     if not m:
         return NEWEST, f"image tag '{tag}' names no vLLM release: assuming the newest modelled, {NEWEST}"

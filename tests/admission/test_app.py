@@ -51,7 +51,9 @@ def _post(app, body, path="/validate", method="POST"):
 
 @pytest.fixture(scope="module")
 def app():
-    a = WebhookApp(WebhookSettings())
+    # a generous budget: these tests check the verdicts, not the speed (a loaded machine under coverage took
+    # more than the default 2 s on the 17,000-container body and answered 504); the budget has its own tests
+    a = WebhookApp(WebhookSettings(budget_s=30))
     a.warm_up()
     return a
 
