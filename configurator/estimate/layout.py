@@ -142,7 +142,8 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         kernel_block = math.lcm(mamba_chunk_size(model), kernel_block)
     rank = build_rank_specs(model, tp=inp.tp, kv_dtype=inp.kv, block_size=block_size,
                             user_block_size=bool(user_bs), mamba_conv_bytes=mamba_conv,
-                            mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block, config_ssm_dtype=config_ssm)
+                            mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block, config_ssm_dtype=config_ssm,
+                            user_ssm_dtype=user_ssm or b.mamba_state_in_kv_dtype)
     if rank.block_size != block_size:
         bs_reason = rank.block_size_reason
     block_size = rank.block_size

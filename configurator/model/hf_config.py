@@ -20,8 +20,12 @@ MLA_MODEL_TYPES = frozenset({
     "glm4_moe_lite", "glm4_moe_lite_mtp", "kimi_k2", "kimi_linear", "longcat_flash",
     "pangu_ultra_moe", "bailing_hybrid", "hy_v4",
 })
-# Sparse-attention (DSA) MLA models keep a second, per-token indexer key cache in every layer.
+# Sparse-attention (DSA) MLA models keep a second, per-token indexer key cache beside the latent.
 DSA_MODEL_TYPES = frozenset({"deepseek_v32", "glm_moe_dsa"})
+# Per-layer type names of a DSA layer: GLM-5.x's layer_types ("deepseek_sparse_attention",
+# vllm/models/glm5next/common/model.py, 0.33.0) and transformers' GlmMoeDsaConfig default
+# ("indexed_attention", transformers==5.24.0 models/glm_moe_dsa/configuration_glm_moe_dsa.py).
+DSA_LAYER_TYPES = frozenset({"deepseek_sparse_attention", "indexed_attention"})
 
 # CONFIG_FIELD_ALIASES["total_num_kv_heads"] (vLLM): first present wins, else MHA.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
@@ -50,7 +54,11 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
               "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 2048},
     "qwen3": {"head_dim": 128},
     "qwen3_moe": {"head_dim": 128},
-    "mistral": {"sliding_window": 4096},
+    # MistralConfig (transformers==5.24.0, transformers/models/mistral/configuration_mistral.py):
+    # llava-v1.6-mistral's text_config names only a few keys and takes the rest from these.
+    "mistral": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+                "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "max_position_embeddings": 4096 * 32, "sliding_window": 4096},
     "llama4_text": {"attention_chunk_size": 8192, "no_rope_layer_interval": 4},
     "gpt_oss": {"head_dim": 64, "sliding_window": 128},
 }
@@ -103,8 +111,11 @@ def read_model_spec(
     taken = sorted(k for k in defaults if k not in raw_text)
     if taken:
         notes.append(f"absent keys took transformers' {model_type} defaults: {', '.join(taken)}")
+    _normalise_block_list(cfg, model_type, name, notes)
 
     num_layers = _first(cfg, LAYER_KEYS)
+    if num_layers is None and isinstance(cfg.get("layer_types"), list) and cfg["layer_types"]:
+        num_layers = len(cfg["layer_types"])  # a per-layer list is the layer count
     num_heads = _first(cfg, HEAD_KEYS)
     hidden = _first(cfg, HIDDEN_KEYS)
     missing = [k for k, v in (("num_hidden_layers", num_layers), ("num_attention_heads", num_heads),
@@ -125,19 +136,17 @@ def read_model_spec(
     head_dim = _head_size(cfg, num_heads, hidden, is_mla)
     if head_dim <= 0:
         raise ConfigError(f"{name}: cannot derive head_dim (hidden_size {hidden} / heads {num_heads})")
-    if "head_dim" not in raw_text and not is_mla and "head_dim" not in defaults:
+    if not is_mla and _is_latent_split_mha(cfg):
+        notes.append(f"latent-projected attention stored uncompressed: K and V of qk_nope_head_dim + "
+                     f"qk_rope_head_dim = {head_dim} per head, every head (V padded to it)")
+        kv_heads = num_heads
+    elif "head_dim" not in raw_text and not is_mla and "head_dim" not in defaults:
         notes.append(f"head_dim absent: hidden_size / num_attention_heads = {hidden} / {num_heads} = {head_dim}")
 
     dtype = _dtype(config, raw_text)
     quant = read_quantization(config, raw_text, hf_quant_config)
     layers = _layers(cfg, model_type, num_layers, num_heads, int(kv_heads), head_dim, is_mla, notes)
-    if model_type in DSA_MODEL_TYPES and cfg.get("index_head_dim"):
-        # DeepseekV32IndexerCache: uint8 keys + an fp32 scale per 128 -> 128 + 4 = 132 B per token.
-        ihd = int(cfg["index_head_dim"])
-        size = ihd + ihd // 128 * 4
-        layers += [LayerGeometry(g.index, "mla", 1, size, 0, kv_bytes_override=1,
-                                 why="DSA indexer key cache") for g in list(layers) if g.kind == "mla"]
-        notes.append(f"sparse attention (DSA): each MLA layer also keeps a {size} B/token indexer key cache")
+    layers += _dsa_indexer_layers(cfg, model_type, num_layers, layers, notes)
     if not layers:
         notes.append("no layer keeps a KV cache (attention-free)")
 
@@ -184,10 +193,50 @@ def read_model_spec(
     )
 
 
+def _normalise_block_list(cfg: dict, model_type: str, name: str, notes: list[str]) -> None:
+    """Nemotron-H's `layers_block_type` list -> the `hybrid_override_pattern` vLLM's nemotron_h.py reads.
+
+    transformers' NemotronHConfig (transformers==5.24.0, models/nemotron_h/configuration_nemotron_h.py)
+    keeps the list and derives `hybrid_override_pattern` and `num_hidden_layers` (its length) from it;
+    legacy names mamba / attention are remapped (configuration_utils._LEGACY_LAYER_TYPE_REMAP).
+    vLLM 0.33.0 model_executor/models/nemotron_h.py builds one layer per pattern character.
+    """
+    blocks = cfg.get("layers_block_type")
+    if not (model_type.startswith("nemotron_h") and isinstance(blocks, list) and blocks):
+        return
+    chars = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*",
+             "moe": "E", "mlp": "-"}
+    bad = sorted({str(b) for b in blocks if b not in chars})
+    if bad:
+        raise ConfigError(f"{name}: layers_block_type has unknown block type(s) {', '.join(bad)} "
+                          f"(mamba / linear_attention, attention / full_attention, moe, mlp)")
+    pattern = "".join(chars[b] for b in blocks)
+    if cfg.get("hybrid_override_pattern") not in (None, pattern):
+        notes.append("layers_block_type and hybrid_override_pattern disagree: layers_block_type wins "
+                     "(transformers' NemotronHConfig)")
+    cfg["hybrid_override_pattern"] = pattern
+    if cfg.get("num_hidden_layers") not in (None, len(blocks)):
+        notes.append(f"num_hidden_layers {cfg['num_hidden_layers']} ignored: layers_block_type lists {len(blocks)}")
+    cfg["num_hidden_layers"] = len(blocks)
+
+
+def _is_latent_split_mha(cfg: dict) -> bool:
+    """A q/kv-LoRA attention that caches full K and V per head (not an MLA latent).
+
+    vLLM 0.33.0 model_executor/models/minicpm3.py::MiniCPM3Attention: Attention(num_heads,
+    qk_head_dim = qk_nope_head_dim + qk_rope_head_dim, num_kv_heads=num_heads), V zero-padded to
+    qk_head_dim. Applies when the model type is not one vLLM runs as MLA (is_deepseek_mla).
+    """
+    return isinstance(cfg.get("qk_nope_head_dim"), int) and isinstance(cfg.get("qk_rope_head_dim"), int) \
+        and cfg.get("kv_lora_rank") is not None
+
+
 def _head_size(cfg: dict, num_heads: int, hidden: int, is_mla: bool) -> int:
     """ModelArchConfigConvertor.get_head_size: MLA latent, else head_dim, else hidden / heads."""
     if is_mla:
         return int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0)
+    if _is_latent_split_mha(cfg):
+        return int(cfg["qk_nope_head_dim"]) + int(cfg["qk_rope_head_dim"])
     hd = cfg.get("head_dim")
     if isinstance(hd, int) and hd > 0:
         return hd
@@ -300,8 +349,8 @@ def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, h
             is_mla: bool, notes: list[str]) -> list[LayerGeometry]:
     """Which spec each decoder layer registers, following each family's own declaration."""
     head_v = int(cfg.get("v_head_dim") or 0) if not is_mla else 0
-    if head_v == 0 and not is_mla:
-        head_v = head_dim
+    if (head_v == 0 and not is_mla) or _is_latent_split_mha(cfg):
+        head_v = head_dim  # MiniCPM3 pads V to qk_head_dim
     window = cfg.get("sliding_window")
     if window == 0:
         window = None  # vLLM treats sliding_window 0 as none
@@ -375,8 +424,17 @@ def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, h
         return out
 
     kinds: list[str] | None = None
+    lac = cfg.get("linear_attn_config")
     if isinstance(types, list) and types:
         kinds = [str(t) for t in types[:n]]
+    elif isinstance(lac, dict) and isinstance(lac.get("kda_layers"), list):
+        # Kimi-Linear / Kimi K3: KimiLinearConfig.is_kda_layer(i) = (i + 1) in kda_layers (1-based);
+        # every other layer is MLA (vllm/transformers_utils/configs/kimi_linear.py and
+        # vllm/models/kimi_k3/nvidia/model.py::KimiDecoderLayer, 0.33.0; kimi_linear.py in 0.20.0)
+        kda = {int(x) for x in lac["kda_layers"] if isinstance(x, int)}
+        kinds = ["linear_attention" if i + 1 in kda else "full_attention" for i in range(n)]
+        notes.append(f"linear_attn_config: {len(kda & set(range(1, n + 1)))} Kimi Delta Attention layers "
+                     f"(kda_layers, 1-based), {n - len(kda & set(range(1, n + 1)))} attention layers")
     elif isinstance(cfg.get("layers_block_type"), list):
         kinds = [str(t) for t in cfg["layers_block_type"][:n]]
     elif isinstance(cfg.get("attn_type_list"), list):  # MiniMax-Text-01: 0 linear, 1 softmax
@@ -424,6 +482,9 @@ def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, h
         elif t in ("chunked_attention",):
             c = int(cfg["attention_chunk_size"])
             out.append(attn(i, "chunked", win=c, why=f"chunked local attention, chunk {c}"))
+        elif t in DSA_LAYER_TYPES:
+            # GLM-5.x: an MLA layer whose indexer cache _dsa_indexer_layers adds
+            out.append(attn(i, why="sparse MLA (DSA) layer"))
         elif t in ("full_attention", "attention", "global", "global_attention", "hybrid"):
             if global_hd != head_dim or global_kv != kv_heads:
                 hv = global_hd
@@ -437,8 +498,9 @@ def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, h
                 g = MambaGeometry("linear_attention", num_heads=num_heads, head_dim=head_dim)
             if g is None:
                 raise ConfigError(f"layer {i} is '{t}' but the config has no recurrent-state geometry")
-            label = {"gdn": "Gated DeltaNet", "mamba2": "Mamba2", "mamba1": "Mamba",
-                     "short_conv": "short convolution", "linear_attention": "linear attention"}[g.variant]
+            label = {"gdn": "Gated DeltaNet", "kda": "Kimi Delta Attention", "mamba2": "Mamba2",
+                     "mamba1": "Mamba", "short_conv": "short convolution",
+                     "linear_attention": "linear attention"}[g.variant]
             out.append(LayerGeometry(i, "mamba", mamba=g, why=f"{label} layer: fixed state per sequence"))
         elif t in ("moe", "mlp", "none", "identity"):
             continue
@@ -459,6 +521,9 @@ def _mamba_geometry(cfg: dict, model_type: str) -> MambaGeometry | None:
             num_heads=int(cfg["linear_num_value_heads"]), head_dim=int(cfg["linear_value_head_dim"]),
             num_k_heads=int(cfg["linear_num_key_heads"]), k_head_dim=int(cfg["linear_key_head_dim"]),
             ssm_dtype=ssm_dtype)
+    kda = _kda_geometry(cfg)
+    if kda is not None:
+        return kda
     hidden = int(cfg.get("hidden_size") or 0)
     if model_type in ("nemotron_h", "granitemoehybrid", "bamba", "falcon_h1", "zamba2", "nemotron_h_puzzle") \
             or cfg.get("mamba_n_heads") or cfg.get("mamba_num_heads"):
@@ -486,3 +551,63 @@ def _mamba_geometry(cfg: dict, model_type: str) -> MambaGeometry | None:
     if cfg.get("conv_L_cache"):  # LFM2 short convolutions
         return MambaGeometry("short_conv", conv_kernel=int(cfg["conv_L_cache"]), intermediate_size=hidden)
     return None
+
+
+def _kda_geometry(cfg: dict) -> MambaGeometry | None:
+    """Kimi Delta Attention state (Kimi-Linear, Kimi K3, GLM-5.x linear layers).
+
+    MambaStateShapeCalculator.kda_state_shape (vllm/model_executor/layers/mamba/mamba_utils.py,
+    0.24.0-0.33.0): conv (kernel - 1 [+ spec]) x 3 x heads x head_dim, recurrent heads x head_dim
+    x head_dim. kda_state_dtype: conv in the model / --mamba-cache-dtype, recurrent float32 under
+    'auto' (0.20.0-0.33.0; 0.33.0 also takes --mamba-ssm-cache-dtype float32 / bfloat16).
+    Keys: Kimi's linear_attn_config {num_heads, head_dim, short_conv_kernel_size}; GLM-5.x's
+    linear_num_heads / linear_head_dim / linear_conv_kernel_dim (vllm/models/glm5next/common/model.py).
+    """
+    lac = cfg.get("linear_attn_config")
+    lac = lac if isinstance(lac, dict) else {}
+    heads = cfg.get("linear_num_heads") or lac.get("num_heads")
+    hd = cfg.get("linear_head_dim") or lac.get("head_dim")
+    if not (isinstance(heads, int) and isinstance(hd, int) and heads > 0 and hd > 0):
+        return None
+    kernel = cfg.get("linear_conv_kernel_dim") or lac.get("short_conv_kernel_size") or 4
+    return MambaGeometry("kda", conv_kernel=int(kernel), num_heads=heads, head_dim=hd,
+                         num_k_heads=heads, k_head_dim=hd, ssm_dtype="float32", ssm_dtype_fixed=True)
+
+
+def _dsa_indexer_layers(cfg: dict, model_type: str, n: int, layers: list[LayerGeometry],
+                        notes: list[str]) -> list[LayerGeometry]:
+    """The per-token indexer key cache of sparse-attention (DSA) MLA layers.
+
+    DeepseekV32IndexerCache: uint8 keys + an fp32 scale per 128 -> 128 + 4 = 132 B per token
+    (DeepSeek-V3.2, GLM-5). From vLLM 0.24.0 a layer that reuses an earlier layer's top-k has no
+    indexer (vllm/models/deepseek_v32/attention.py, 0.33.0: index_topk_pattern 'S', else
+    max(i - index_skip_topk_offset + 1, 0) % index_topk_freq != 0). GLM-5.x's kpool indexer keeps
+    one key per index_kpool tokens (Glm5NextIndexerCache, tokens_per_state = index_kpool,
+    vllm/models/glm5next/common/attention.py, 0.33.0).
+    """
+    types = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else []
+    dsa = model_type in DSA_MODEL_TYPES or any(t in DSA_LAYER_TYPES for t in types)
+    if not dsa or not cfg.get("index_head_dim"):
+        return []
+    ihd = int(cfg["index_head_dim"])
+    size = ihd + ihd // 128 * 4
+    kpool = int(cfg.get("index_kpool") or 1)
+    if kpool > 1 and size % kpool == 0:
+        size //= kpool
+    freq = max(int(cfg.get("index_topk_freq") or 1), 1)
+    offset = int(cfg.get("index_skip_topk_offset", 2))
+    pattern = cfg.get("index_topk_pattern")
+
+    def skips(i: int) -> bool:
+        if isinstance(pattern, str | list) and pattern:
+            return 0 <= i < len(pattern) and pattern[i] == "S"
+        return max(i - offset + 1, 0) % freq != 0
+
+    owners = [g for g in layers if g.kind == "mla" and g.index < n and not skips(g.index)]
+    if types and any(t in DSA_LAYER_TYPES for t in types):
+        owners = [g for g in owners if g.index < len(types) and types[g.index] in DSA_LAYER_TYPES]
+    pool = f" (one {size * kpool} B key per {kpool} tokens)" if kpool > 1 else ""
+    notes.append(f"sparse attention (DSA): {len(owners)} MLA layers also keep a {size} B/token indexer "
+                 f"key cache{pool}")
+    return [LayerGeometry(g.index, "mla", 1, size, 0, kv_bytes_override=1, why="DSA indexer key cache")
+            for g in owners]
