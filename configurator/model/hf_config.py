@@ -27,6 +27,11 @@ DSA_MODEL_TYPES = frozenset({"deepseek_v32", "glm_moe_dsa"})
 # ("indexed_attention", transformers==5.24.0 models/glm_moe_dsa/configuration_glm_moe_dsa.py).
 DSA_LAYER_TYPES = frozenset({"deepseek_sparse_attention", "indexed_attention"})
 
+# Outer model_type -> the config class its nested text_config becomes when the dict names none:
+# Gemma3Config builds a Gemma3TextConfig; vLLM 0.33.0 transformers_utils/configs/kimi_k3.py::KimiK3Config
+# always builds a KimiLinearConfig (model_type kimi_linear, an MLA type for is_deepseek_mla).
+NESTED_TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "kimi_k3": "kimi_linear"}
+
 # CONFIG_FIELD_ALIASES["total_num_kv_heads"] (vLLM): first present wins, else MHA.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
                 "num_attention_groups")
@@ -103,6 +108,9 @@ def read_model_spec(
     if raw_text is not config:
         notes.append("geometry read from the nested text_config (multimodal checkpoint)")
     model_type = str(raw_text.get("model_type") or config.get("model_type") or "")
+    if raw_text is not config and not raw_text.get("model_type"):
+        # the class the outer config builds its text_config with, whatever the dict says
+        model_type = NESTED_TEXT_MODEL_TYPES.get(model_type, model_type)
     if model_type == "gemma3":  # a Gemma 3 text config without its own model_type
         model_type = "gemma3_text"
     defaults = TRANSFORMERS_DEFAULTS.get(model_type, {})
