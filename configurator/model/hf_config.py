@@ -32,6 +32,12 @@ DSA_LAYER_TYPES = frozenset({"deepseek_sparse_attention", "indexed_attention"})
 # always builds a KimiLinearConfig (model_type kimi_linear, an MLA type for is_deepseek_mla).
 NESTED_TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "kimi_k3": "kimi_linear"}
 
+# Architectures vLLM no longer serves, and the release that dropped them
+# (vllm/model_executor/models/registry.py::_PREVIOUSLY_SUPPORTED_MODELS, 0.33.0).
+REMOVED_ARCHITECTURES = {"Phi3SmallForCausalLM": "0.9.2", "MllamaForConditionalGeneration": "0.10.2",
+                         "Phi4FlashForCausalLM": "0.10.2", "MotifForCausalLM": "0.10.2",
+                         "Phi4MultimodalForCausalLM": "0.12.0"}
+
 # CONFIG_FIELD_ALIASES["total_num_kv_heads"] (vLLM): first present wins, else MHA.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
                 "num_attention_groups")
@@ -167,11 +173,23 @@ def read_model_spec(
                               if isinstance(v, str | int | float))) if isinstance(rope, dict) else ()
 
     vocab = int(cfg.get("vocab_size") or config.get("vocab_size") or 0)
-    inter = cfg.get("intermediate_size") or cfg.get("ffn_hidden_size") or cfg.get("n_inner") or 4 * hidden
+    inter = cfg.get("intermediate_size") or cfg.get("ffn_hidden_size") or cfg.get("ff_intermediate_size") \
+        or cfg.get("n_inner") or 4 * hidden  # ff_intermediate_size: Phi-3-small
     if isinstance(inter, list):
         inter = max(inter)
     tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))
     archs = tuple(config.get("architectures") or raw_text.get("architectures") or ())
+    for arch in archs:
+        if arch in REMOVED_ARCHITECTURES:
+            notes.append(f"vLLM dropped {arch} in {REMOVED_ARCHITECTURES[arch]} "
+                         "(model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS, 0.33.0)")
+    cross = cfg.get("cross_attention_layers")
+    if isinstance(cross, list) and cross:
+        # mllama: vLLM ran it only on the V0 engine (SupportsV0Only, model_executor/models/mllama.py
+        # 0.10.1.1), whose CacheEngine sizes every block over all num_hidden_layers
+        # (worker/cache_engine.py, ModelConfig.get_num_layers_by_block_type 0.10.1.1)
+        notes.append(f"{len(cross)} of {num_layers} layers are cross-attention (cross_attention_layers): counted "
+                     f"as full KV layers, as vLLM's V0 engine sizes each block over all {num_layers} layers")
     return ModelSpec(
         name=name,
         model_type=model_type,
