@@ -41,3 +41,11 @@ def test_user_mamba_ssm_cache_dtype_overrides_kda_float32():
                                  flags={"max_model_len": 8192, "kv_cache_memory_bytes": 8 << 30,
                                         "mamba_ssm_cache_dtype": "bfloat16"}))
     assert r.kv_cache.state_bytes_per_sequence == 20 * (conv * 2 + ssm * 2)
+
+
+def test_kimi_k3_reads_69_kda_and_24_mla_layers():
+    m = spec("moonshotai__Kimi-K3")
+    assert m.model_type == "kimi_linear" and m.is_mla
+    assert kinds(m) == {"mamba": 69, "mla": 24}
+    # 24 x 1,152 B = 27,648 B per token (every layer as MLA gave 93 x 1,152 = 107,136)
+    assert kv_bytes_per_token(m) == 27_648
