@@ -146,7 +146,10 @@ def read_model_spec(
         kv_heads = 1
     if kv_heads is None:
         kv_heads = num_heads
-    is_mla = model_type in MLA_MODEL_TYPES and cfg.get("kv_lora_rank") is not None
+    # is_deepseek_mla: compress-ratio models (DeepSeek-V4) are MLA when head_dim is set, the rest
+    # when kv_lora_rank is (model_arch_config_convertor.py, 0.33.0)
+    is_mla = model_type in MLA_MODEL_TYPES and (
+        cfg.get("head_dim") is not None if _compress_ratios(cfg) else cfg.get("kv_lora_rank") is not None)
     head_dim = _head_size(cfg, num_heads, hidden, is_mla)
     if head_dim <= 0:
         raise ConfigError(f"{name}: cannot derive head_dim (hidden_size {hidden} / heads {num_heads})")
@@ -259,6 +262,8 @@ def _is_latent_split_mha(cfg: dict) -> bool:
 
 def _head_size(cfg: dict, num_heads: int, hidden: int, is_mla: bool) -> int:
     """ModelArchConfigConvertor.get_head_size: MLA latent, else head_dim, else hidden / heads."""
+    if is_mla and _compress_ratios(cfg):
+        return int(cfg["head_dim"])  # DeepSeek-V4: one 512-wide latent (448 NoPE + 64 RoPE)
     if is_mla:
         return int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0)
     if _is_latent_split_mha(cfg):
@@ -390,6 +395,10 @@ def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, h
     out: list[LayerGeometry] = []
     types = cfg.get("layer_types")
     mamba = _mamba_geometry(cfg, model_type)
+
+    ratios = _compress_ratios(cfg)
+    if ratios and is_mla:
+        return _compressed_sparse_layers(cfg, n, head_dim, ratios, window, notes)
 
     # Nemotron-H: one character per layer: M Mamba2, * attention, - MLP, E MoE.
     pattern = cfg.get("hybrid_override_pattern")
@@ -637,3 +646,52 @@ def _dsa_indexer_layers(cfg: dict, model_type: str, n: int, layers: list[LayerGe
                  f"key cache{pool}")
     return [LayerGeometry(g.index, "mla", 1, size, 0, kv_bytes_override=1, why="DSA indexer key cache")
             for g in owners]
+
+
+def _compress_ratios(cfg: dict) -> list[int]:
+    """Per-layer KV compress ratios (0 = sliding window only), MTP layers included.
+
+    vllm/transformers_utils/deepseek_v4_utils.py::get_compress_ratios (0.33.0): the config's
+    compress_ratios, else compress_rates[layer_type] over layer_types (upstream DeepseekV4Config).
+    """
+    ratios = cfg.get("compress_ratios")
+    if isinstance(ratios, list):
+        return [int(r or 0) for r in ratios]
+    rates, types = cfg.get("compress_rates"), cfg.get("layer_types")
+    if isinstance(rates, dict) and isinstance(types, list):
+        return [int(rates.get(t) or 0) for t in types]
+    return []
+
+
+def _compressed_sparse_layers(cfg: dict, n: int, head_dim: int, ratios: list[int], window: int | None,
+                              notes: list[str]) -> list[LayerGeometry]:
+    """DeepSeek-V4's caches per layer (vllm/models/deepseek_v4/attention.py, 0.33.0).
+
+    Every layer keeps a sliding window of the 512-wide latent (DeepseekV4SWACache, a
+    SlidingWindowMLASpec of sliding_window tokens). A layer with compress ratio r > 1 also keeps one
+    latent per r tokens (MLAAttentionSpec, tokens_per_state = r), and a ratio-4 layer an indexer key
+    per 4 tokens (DeepseekV4IndexerCache: 128 fp8 + 4 B scale = 132 B). The compressors' small
+    per-request states (CompressorStateCache) are not modelled.
+    V4-Flash, bf16: 21 ratio-4 layers x (1,024 / 4 + 132 / 4) + 20 ratio-128 layers x 1,024 / 128
+    = 6,229 B per token beyond the windows.
+    """
+    win = int(cfg.get("sliding_window") or window or 128)
+    ihd = int(cfg.get("index_head_dim") or 128)
+    index_state = ihd + ihd // 128 * 4
+    out: list[LayerGeometry] = []
+    counts: dict[int, int] = {}
+    for i in range(n):
+        r = ratios[i] if i < len(ratios) else 0
+        counts[r] = counts.get(r, 0) + 1
+        out.append(LayerGeometry(i, "sliding", 1, head_dim, 0, window=win,
+                                 why=f"sliding-window latent, {win} tokens"))
+        if r > 1:
+            out.append(LayerGeometry(i, "mla", 1, max(1, head_dim // r), 0,
+                                     why=f"compressed latent, one per {r} tokens"))
+        if r == 4:
+            out.append(LayerGeometry(i, "mla", 1, index_state // 4, 0, kv_bytes_override=1,
+                                     why="DSA indexer key cache, one key per 4 tokens"))
+    kinds = ", ".join(f"{c} x ratio {r}" if r > 1 else f"{c} window-only" for r, c in sorted(counts.items()))
+    notes.append(f"compressed sparse attention (compress_ratios): {kinds}; every layer also keeps a "
+                 f"{win}-token window; compressor states not modelled")
+    return out
