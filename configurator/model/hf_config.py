@@ -164,6 +164,7 @@ def read_model_spec(
     quant = read_quantization(config, raw_text, hf_quant_config)
     layers = _layers(cfg, model_type, num_layers, num_heads, int(kv_heads), head_dim, is_mla, notes)
     layers += _dsa_indexer_layers(cfg, model_type, num_layers, layers, notes)
+    layers += _block_sparse_indexer_layers(cfg, num_layers, notes)
     if not layers:
         notes.append("no layer keeps a KV cache (attention-free)")
 
@@ -695,3 +696,25 @@ def _compressed_sparse_layers(cfg: dict, n: int, head_dim: int, ratios: list[int
     notes.append(f"compressed sparse attention (compress_ratios): {kinds}; every layer also keeps a "
                  f"{win}-token window; compressor states not modelled")
     return out
+
+
+def _block_sparse_indexer_layers(cfg: dict, n: int, notes: list[str]) -> list[LayerGeometry]:
+    """Index keys of block-sparse attention layers (MiniMax-M3's sparse_attention_config).
+
+    vLLM 0.33.0 vllm/models/minimax_m3/nvidia/model.py: layers with sparse_attention_freq[i] != 0
+    run MiniMaxM3SparseAttention, whose MiniMaxM3IndexerCache (common/indexer.py) is an
+    MLAAttentionSpec of one sparse_index_dim key per token, in bf16 unless --attention-config sets
+    indexer_kv_dtype (resolve_indexer_kv_dtype('bf16')), whatever --kv-cache-dtype is.
+    MiniMax-M3: 57 layers x 128 x 2 B = 14,592 B per token beside the GQA cache.
+    """
+    sparse = cfg.get("sparse_attention_config")
+    if not isinstance(sparse, dict) or not sparse.get("sparse_index_dim"):
+        return []
+    freq = sparse.get("sparse_attention_freq")
+    if not isinstance(freq, list):
+        return []
+    dim = int(sparse["sparse_index_dim"])
+    owners = [i for i, f in enumerate(freq[:n]) if f]
+    notes.append(f"block-sparse attention: {len(owners)} layers also keep a {dim}-wide bf16 index key per token")
+    return [LayerGeometry(i, "mla", 1, dim, 0, kv_bytes_override=2, why="block-sparse index key cache")
+            for i in owners]
