@@ -300,7 +300,13 @@ def read_quantization(config: dict, text: dict, hf_quant_config: dict | None) ->
         kv = _kv_scheme(qc.get("kv_cache_scheme")) or _kv_algo(qc.get("kv_cache_quant_algo"))
         m = (method or "").lower()
         group = qc.get("group_size") or qc.get("q_group_size")
-        if m in ("fp8", "fbgemm_fp8", "ptpc_fp8", "experts_int8"):
+        if str(qc.get("quant_algo") or "").upper() == "MIXED_PRECISION":
+            bits = _mixed_precision_bits(qc)  # ModelOpt mixed exports, whatever quant_method says
+        elif m == "fp8" and str(config.get("expert_dtype") or text.get("expert_dtype") or "") == "fp4":
+            # DeepSeek-V4: FP8 block-scaled linears, MXFP4 routed experts (most of the parameters)
+            # (vllm 0.33.0 vllm/models/deepseek_v4/quant_config.py, expert_dtype 'fp4' -> Mxfp4MoEMethod)
+            bits = 4.25
+        elif m in ("fp8", "fbgemm_fp8", "ptpc_fp8", "experts_int8"):
             bits = 8.0
         elif m in ("awq", "gptq", "awq_marlin", "gptq_marlin", "auto-round", "auto_round"):
             b = qc.get("bits") or qc.get("w_bit") or 4
@@ -325,16 +331,22 @@ def read_quantization(config: dict, text: dict, hf_quant_config: dict | None) ->
             if "NVFP4" in algo or "FP4" in algo:
                 bits = 4.5
             elif algo == "MIXED_PRECISION":
-                # FP4 on the MLP / expert weights (most of the parameters), FP8 elsewhere
-                layers = q.get("quantized_layers") or {}
-                fp4 = any("FP4" in str(v.get("quant_algo", "")).upper() for k, v in layers.items()
-                          if "mlp" in k or "expert" in k)
-                bits = 4.5 if fp4 else 8.0
+                bits = _mixed_precision_bits(q)
             else:
                 bits = 8.0
         source = (source + " + " if source else "") + "hf_quant_config.json"
     return Quantization(method=method, weight_bits=bits, group_size=group if isinstance(group, int) else None,
                         kv_cache_dtype=kv, source=source)
+
+
+def _mixed_precision_bits(q: dict) -> float:
+    """ModelOpt MIXED_PRECISION: FP4 on the MLP / expert weights (most of the parameters) -> 4.5 bits
+    (e2m1 + an fp8 scale per 16), else 8."""
+    layers = q.get("quantized_layers") or {}
+    fp4 = isinstance(layers, dict) and any(
+        "FP4" in str((v or {}).get("quant_algo", "")).upper() for k, v in layers.items()
+        if isinstance(v, dict) and ("mlp" in k or "expert" in k))
+    return 4.5 if fp4 else 8.0
 
 
 def _kv_scheme(scheme: Any) -> str | None:

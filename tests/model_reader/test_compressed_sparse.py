@@ -31,3 +31,11 @@ def test_v4_flash_grows_6229_bytes_per_token_beyond_the_window():
     # before, every layer read as a 128-token window and nothing grew with the context
     assert r.kv_cache.bytes_per_token == 6_229
     assert r.kv_cache.window_bytes_per_sequence > 0
+
+
+def test_v4_weight_bits_follow_the_fp4_experts():
+    # expert_dtype 'fp4' with an fp8 quantization_config: MXFP4 experts (vllm 0.33.0
+    # models/deepseek_v4/quant_config.py), most of the parameters -> 4.25 bits, not 8
+    assert spec(FLASH).quant.weight_bits == 4.25
+    # ModelOpt MIXED_PRECISION in config.json's own quantization_config: NVFP4 experts -> 4.5, not 8
+    assert spec("nvidia__DeepSeek-V4-Flash-NVFP4").quant.weight_bits == 4.5
