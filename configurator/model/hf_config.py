@@ -380,7 +380,8 @@ def _compressed_tensors_bits(qc: dict) -> float:
             gs = w.get("group_size")
             extra = 16 / gs if isinstance(gs, int) and gs > 0 else 0.0
             if w.get("type") == "float" and nb == 4:
-                extra = 8 / 16  # NVFP4: an fp8 scale per 16
+                # an 8-bit scale per group: NVFP4 (fp8 per 16) 4.5 bits, MXFP4 (e8m0 per 32) 4.25
+                extra = 8 / gs if isinstance(gs, int) and gs > 0 else 8 / 16
             best = min(best, float(nb) + extra)
     return best
 

@@ -49,3 +49,8 @@ def test_kimi_k3_reads_69_kda_and_24_mla_layers():
     assert kinds(m) == {"mamba": 69, "mla": 24}
     # 24 x 1,152 B = 27,648 B per token (every layer as MLA gave 93 x 1,152 = 107,136)
     assert kv_bytes_per_token(m) == 27_648
+
+
+def test_kimi_k3_mxfp4_experts_read_as_4_25_bits():
+    # compressed-tensors float4 weights with group_size 32 (mxfp4-pack-quantized): one e8m0 scale per 32
+    assert spec("moonshotai__Kimi-K3").quant.weight_bits == 4.25
