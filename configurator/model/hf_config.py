@@ -34,9 +34,31 @@ NESTED_TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "kimi_k3": "kimi_linear"}
 
 # Architectures vLLM no longer serves, and the release that dropped them
 # (vllm/model_executor/models/registry.py::_PREVIOUSLY_SUPPORTED_MODELS, 0.33.0).
-REMOVED_ARCHITECTURES = {"Phi3SmallForCausalLM": "0.9.2", "MllamaForConditionalGeneration": "0.10.2",
-                         "Phi4FlashForCausalLM": "0.10.2", "MotifForCausalLM": "0.10.2",
-                         "Phi4MultimodalForCausalLM": "0.12.0"}
+REMOVED_ARCHITECTURES = {
+    "Phi3SmallForCausalLM": "0.9.2",
+    "DonutForConditionalGeneration": "0.10.2", "MllamaForConditionalGeneration": "0.10.2",
+    "MotifForCausalLM": "0.10.2", "Phi4FlashForCausalLM": "0.10.2",
+    "Phi4MultimodalForCausalLM": "0.12.0",
+    "JAISLMHeadModel": "0.22.0",
+    "BaiChuanForCausalLM": "0.23.0", "BaichuanForCausalLM": "0.23.0", "BambaForCausalLM": "0.23.0",
+    "Dots1ForCausalLM": "0.23.0", "ErnieForSequenceClassification": "0.23.0",
+    "ErnieForTokenClassification": "0.23.0", "ErnieModel": "0.23.0", "InternLM2VEForCausalLM": "0.23.0",
+    "InternLMForCausalLM": "0.23.0", "MiniMaxForCausalLM": "0.23.0", "MiniMaxM1ForCausalLM": "0.23.0",
+    "MiniMaxText01ForCausalLM": "0.23.0", "MiniMaxVL01ForConditionalGeneration": "0.23.0",
+    "QWenLMHeadModel": "0.23.0", "QwenVLForConditionalGeneration": "0.23.0",
+    "Tarsier2ForConditionalGeneration": "0.23.0", "XverseForCausalLM": "0.23.0",
+    "AquilaForCausalLM": "0.24.0", "AquilaModel": "0.24.0", "AyaVisionForConditionalGeneration": "0.24.0",
+    "Grok1ForCausalLM": "0.24.0", "Grok1ModelForCausalLM": "0.24.0",
+    "MantisForConditionalGeneration": "0.24.0", "MusicFlamingoForConditionalGeneration": "0.24.0",
+    "TarsierForConditionalGeneration": "0.24.0",
+    "FuyuForCausalLM": "0.25.0", "PersimmonForCausalLM": "0.25.0", "TeleChatForCausalLM": "0.25.0",
+    "OuroForCausalLM": "0.26.0", "Plamo2ForCausalLM": "0.26.0",
+    "ArcticForCausalLM": "0.28.0", "ChameleonForConditionalGeneration": "0.28.0", "Cheers": "0.28.0",
+    "CheersForConditionalGeneration": "0.28.0", "Fairseq2LlamaForCausalLM": "0.28.0",
+    "FireRedLIDForConditionalGeneration": "0.28.0", "GritLM": "0.28.0", "HCXVisionForCausalLM": "0.28.0",
+    "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0", "PrithviGeoSpatialMAE": "0.28.0",
+    "RWForCausalLM": "0.28.0", "StableLMEpochForCausalLM": "0.28.0",
+}
 
 # CONFIG_FIELD_ALIASES["total_num_kv_heads"] (vLLM): first present wins, else MHA.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
