@@ -18,7 +18,8 @@ MLA_MODEL_TYPES = frozenset({
     "axk1", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "deepseek_v41",
     "dots3_note", "deepseek_mtp", "k3_dspark", "glm5_next", "glm5_next_text", "glm_moe_dsa",
     "glm4_moe_lite", "glm4_moe_lite_mtp", "kimi_k2", "kimi_linear", "longcat_flash",
-    "pangu_ultra_moe", "bailing_hybrid", "hy_v4",
+    "pangu_ultra_moe", "pangu_ultra_moe_mtp", "bailing_hybrid", "bailing_hybrid_mtp", "bailing_hybrid_v3_mtp",
+    "hy_v4", "hy_v4_mtp",
 })
 # Sparse-attention (DSA) MLA models keep a second, per-token indexer key cache beside the latent.
 DSA_MODEL_TYPES = frozenset({"deepseek_v32", "glm_moe_dsa"})
