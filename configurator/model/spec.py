@@ -125,6 +125,18 @@ class ModelSpec:
         return any(layer.kind == "mamba" for layer in self.layers)
 
     @property
+    def mamba_all_mode_capable(self) -> bool:
+        """Whether vLLM's 'all' Mamba cache mode (prefix caching, 0.15-0.27) serves this model.
+
+        Only models implementing SupportsMambaPrefixCaching get it: the Mamba1 / Mamba2 families
+        (mamba, mamba2, jamba, bamba, nemotron_h, falcon_h1, granitemoehybrid, zamba2 in
+        vllm/model_executor/models, 0.19.0-0.25.1); Gated DeltaNet, KDA, linear attention and short
+        convolutions fall back to 'align' (model_executor/models/config.py, 0.24.0).
+        """
+        variants = {layer.mamba.variant for layer in self.layers if layer.mamba is not None}
+        return bool(variants) and variants <= {"mamba1", "mamba2"}
+
+    @property
     def is_hybrid(self) -> bool:
         kinds = {layer.kind for layer in self.layers}
         return len(kinds) > 1

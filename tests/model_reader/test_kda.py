@@ -54,3 +54,22 @@ def test_kimi_k3_reads_69_kda_and_24_mla_layers():
 def test_kimi_k3_mxfp4_experts_read_as_4_25_bits():
     # compressed-tensors float4 weights with group_size 32 (mxfp4-pack-quantized): one e8m0 scale per 32
     assert spec("moonshotai__Kimi-K3").quant.weight_bits == 4.25
+
+
+def test_kda_prefix_caching_uses_align_not_all_mode():
+    # vllm 0.24.0 model_executor/models/config.py: 'all' Mamba cache mode only for models implementing
+    # SupportsMambaPrefixCaching (the Mamba1/Mamba2 families); Kimi-Linear falls back to 'align':
+    # two state blocks per request, not one per block of context
+    m = spec(KIMI_LINEAR)
+    assert not m.mamba_all_mode_capable
+    flags = {"max_model_len": 32768, "kv_cache_memory_bytes": 20 << 30}
+    on = estimate(EstimateRequest(model=m, gpu="h100", vllm_version="0.24.0",
+                                  flags={**flags, "enable_prefix_caching": True})).kv_cache
+    off = estimate(EstimateRequest(model=m, gpu="h100", vllm_version="0.24.0",
+                                   flags={**flags, "enable_prefix_caching": False})).kv_cache
+    assert on.block_size == off.block_size  # no lcm(chunk size) rounding of 'all' mode
+    assert on.blocks_per_request - off.blocks_per_request == 3  # 3 state groups x (2 - 1) blocks
+
+
+def test_nemotron_h_keeps_all_mode():
+    assert spec("nvidia__NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16").mamba_all_mode_capable
