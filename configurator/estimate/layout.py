@@ -98,7 +98,7 @@ def mamba_blocks_per_request(inp: Inputs, block_size: int) -> int:
     model, b = inp.model, inp.b
     if not (model.has_mamba and inp.prefix):
         return 1
-    if b.mamba_all_mode and not is_gdn(model):
+    if b.mamba_all_mode and model.mamba_all_mode_capable:
         return cdiv(inp.max_len, block_size)
     ckpt = 1 if (b.mamba_checkpoint_block and (not is_gdn(model) or gdn_flashinfer_prefill(model, inp.gpu))) else 0
     return 2 + ckpt
@@ -128,7 +128,7 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
     if f.get("mamba_ssm_cache_dtype") in (None, "auto") and model.model_type == "nemotron_h" \
             and b.nemotron_h_ssm_dtype != "model":
         mamba_ssm = DTYPE_BYTES[b.nemotron_h_ssm_dtype]  # Nemotron-H's own default for its SSM state
-    align_mode = model.has_mamba and inp.prefix and not (b.mamba_all_mode and not is_gdn(model))
+    align_mode = model.has_mamba and inp.prefix and not (b.mamba_all_mode and model.mamba_all_mode_capable)
     kernel_block = 16
     if align_mode and b.mamba_checkpoint_block and is_gdn(model) and gdn_flashinfer_prefill(model, gpu):
         kernel_block = 64  # FlashInfer GDN prefill checkpoints align to 64 tokens (0.33, Hopper and Blackwell)
@@ -136,13 +136,14 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         kernel_block = 16
     if model.has_mamba and model.is_mla and b.hybrid_mla_align_128 and b.hybrid_align == "kernel":
         kernel_block = max(kernel_block, 128)  # TRTLLM / FlashInfer MLA decode kernels (0.27+)
-    if model.has_mamba and inp.prefix and b.mamba_all_mode and not is_gdn(model):
+    if model.has_mamba and inp.prefix and b.mamba_all_mode and model.mamba_all_mode_capable:
         # mamba_cache_mode 'all' (0.15-0.27): the block is a multiple of lcm(Mamba chunk, alignment)
         # (model_executor/models/config.py 0.15-0.17, platforms/interface.py 0.20-0.27)
         kernel_block = math.lcm(mamba_chunk_size(model), kernel_block)
     rank = build_rank_specs(model, tp=inp.tp, kv_dtype=inp.kv, block_size=block_size,
                             user_block_size=bool(user_bs), mamba_conv_bytes=mamba_conv,
-                            mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block, config_ssm_dtype=config_ssm)
+                            mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block, config_ssm_dtype=config_ssm,
+                            user_ssm_dtype=user_ssm or b.mamba_state_in_kv_dtype)
     if rank.block_size != block_size:
         bs_reason = rank.block_size_reason
     block_size = rank.block_size

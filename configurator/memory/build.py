@@ -41,15 +41,17 @@ def kv_heads_per_rank(total_kv_heads: int, tp: int) -> int:
 def build_rank_specs(model: ModelSpec, *, tp: int, kv_dtype: KVDtype, block_size: int,
                      user_block_size: bool, mamba_conv_bytes: int, mamba_ssm_bytes: int,
                      kernel_block_size: int = 16, num_speculative_tokens: int = 0,
-                     config_ssm_dtype: bool = True) -> RankSpecs:
+                     config_ssm_dtype: bool = True, user_ssm_dtype: bool = False) -> RankSpecs:
     """Specs for one rank. `block_size` is the attention block size before hybrid alignment.
-    `config_ssm_dtype`: the config's own SSM-state dtype applies (else `mamba_ssm_bytes` for every layer)."""
+    `config_ssm_dtype`: the config's own SSM-state dtype applies (else `mamba_ssm_bytes` for every layer).
+    `user_ssm_dtype`: the user chose --mamba-ssm-cache-dtype, which overrides a layer's own choice too."""
     reason = "user --block-size" if user_block_size else f"default ({block_size})"
     mamba_pages = []
     for g in model.layers:
         if g.kind == "mamba" and g.mamba is not None:
             conv, ssm = g.mamba.state_elements(tp, num_speculative_tokens)
-            mamba_pages.append(conv * mamba_conv_bytes + ssm * _ssm_bytes(g, mamba_ssm_bytes, config_ssm_dtype))
+            mamba_pages.append(conv * mamba_conv_bytes
+                               + ssm * _ssm_bytes(g, mamba_ssm_bytes, config_ssm_dtype, user_ssm_dtype))
     attn_token_bytes = max((_attn_token_bytes(g, tp, kv_dtype) for g in model.layers
                             if g.kind != "mamba"), default=0)
     mamba_padded = None
@@ -66,12 +68,13 @@ def build_rank_specs(model: ModelSpec, *, tp: int, kv_dtype: KVDtype, block_size
     specs: list[KVCacheSpec] = []
     for g in model.layers:
         specs.append(_spec(g, tp, kv_dtype, block_size, mamba_conv_bytes, mamba_ssm_bytes,
-                           mamba_padded, num_speculative_tokens, config_ssm_dtype))
+                           mamba_padded, num_speculative_tokens, config_ssm_dtype, user_ssm_dtype))
     return RankSpecs(tuple(specs), model.layers, block_size, reason)
 
 
-def _ssm_bytes(g: LayerGeometry, default: int, use_config: bool = True) -> int:
-    if use_config and g.mamba is not None and g.mamba.ssm_dtype:
+def _ssm_bytes(g: LayerGeometry, default: int, use_config: bool = True, user_set: bool = False) -> int:
+    if g.mamba is not None and g.mamba.ssm_dtype and (use_config or (g.mamba.ssm_dtype_fixed and not user_set)):
+        # KDA keeps its recurrent state in float32 under 'auto' whatever the model (kda_state_dtype)
         return DTYPE_BYTES.get(g.mamba.ssm_dtype, default)
     return default
 
@@ -86,11 +89,13 @@ def _attn_token_bytes(g: LayerGeometry, tp: int, kv_dtype: KVDtype) -> int:
 
 
 def _spec(g: LayerGeometry, tp: int, kv_dtype: KVDtype, block_size: int, conv_bytes: int,
-          ssm_bytes: int, mamba_padded: int | None, num_spec: int, use_config: bool = True) -> KVCacheSpec:
+          ssm_bytes: int, mamba_padded: int | None, num_spec: int, use_config: bool = True,
+          user_set: bool = False) -> KVCacheSpec:
     if g.kind == "mamba":
         assert g.mamba is not None
         conv, ssm = g.mamba.state_elements(tp, num_spec)
-        return MambaSpec(block_size, conv, ssm, conv_bytes, _ssm_bytes(g, ssm_bytes, use_config), mamba_padded)
+        return MambaSpec(block_size, conv, ssm, conv_bytes, _ssm_bytes(g, ssm_bytes, use_config, user_set),
+                         mamba_padded)
     if g.kind == "mla":
         token_bytes = g.head_size * g.kv_bytes_override if g.kv_bytes_override is not None else None
         return MLAAttentionSpec(block_size, 1, g.head_size, 0, kv_dtype, token_bytes=token_bytes)

@@ -23,10 +23,11 @@ class MambaGeometry:
     """Shape parameters of a recurrent layer's state, before tensor parallelism.
 
     Mirrors vLLM's MambaStateShapeCalculator (vllm/model_executor/layers/mamba/mamba_utils.py).
-    `variant` selects the formula: mamba1, mamba2, gdn (Gated DeltaNet), short_conv, linear_attention.
+    `variant` selects the formula: mamba1, mamba2, gdn (Gated DeltaNet), kda (Kimi Delta Attention),
+    short_conv, linear_attention.
     """
 
-    variant: Literal["mamba1", "mamba2", "gdn", "short_conv", "linear_attention"]
+    variant: Literal["mamba1", "mamba2", "gdn", "kda", "short_conv", "linear_attention"]
     conv_kernel: int = 4
     intermediate_size: int = 0  # mamba1/mamba2: channels of the SSM (E or n_heads x head_dim)
     state_size: int = 0  # d_state
@@ -35,7 +36,10 @@ class MambaGeometry:
     n_groups: int = 1  # mamba2 groups
     num_k_heads: int = 0  # GDN key heads
     k_head_dim: int = 0  # GDN key head dim
-    ssm_dtype: str | None = None  # a dtype the checkpoint asks for (e.g. float32), else None
+    ssm_dtype: str | None = None  # a dtype the checkpoint (or the layer itself) asks for (e.g. float32)
+    # True when the layer's own code picks ssm_dtype for '--mamba-ssm-cache-dtype auto' on every
+    # release, whatever the config says (KDA: MambaStateDtypeCalculator.kda_state_dtype -> float32)
+    ssm_dtype_fixed: bool = False
 
     def state_elements(self, tp: int, num_spec_tokens: int = 0) -> tuple[int, int]:
         """(conv elements, ssm elements) held per sequence on one tensor-parallel rank."""
@@ -49,7 +53,9 @@ class MambaGeometry:
             groups = self.n_groups if self.n_groups % tp == 0 else self.n_groups + (tp - self.n_groups)
             conv_dim = (self.intermediate_size + 2 * groups * self.state_size) // tp
             return k * conv_dim, (self.num_heads // tp) * self.head_dim * self.state_size
-        if self.variant == "gdn":
+        if self.variant in ("gdn", "kda"):
+            # kda_state_shape: conv over q, k, v (heads x head_dim each); a head_dim x head_dim state
+            # per head. Kimi-Linear-48B, TP 1: conv 3 x 12,288, state 32 x 128 x 128.
             conv_dim = (2 * self.num_k_heads * self.k_head_dim + self.num_heads * self.head_dim) // tp
             return k * conv_dim, (self.num_heads // tp) * self.head_dim * self.k_head_dim
         if self.variant == "short_conv":
@@ -117,6 +123,18 @@ class ModelSpec:
     @property
     def has_mamba(self) -> bool:
         return any(layer.kind == "mamba" for layer in self.layers)
+
+    @property
+    def mamba_all_mode_capable(self) -> bool:
+        """Whether vLLM's 'all' Mamba cache mode (prefix caching, 0.15-0.27) serves this model.
+
+        Only models implementing SupportsMambaPrefixCaching get it: the Mamba1 / Mamba2 families
+        (mamba, mamba2, jamba, bamba, nemotron_h, falcon_h1, granitemoehybrid, zamba2 in
+        vllm/model_executor/models, 0.19.0-0.25.1); Gated DeltaNet, KDA, linear attention and short
+        convolutions fall back to 'align' (model_executor/models/config.py, 0.24.0).
+        """
+        variants = {layer.mamba.variant for layer in self.layers if layer.mamba is not None}
+        return bool(variants) and variants <= {"mamba1", "mamba2"}
 
     @property
     def is_hybrid(self) -> bool:
