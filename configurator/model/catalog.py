@@ -199,27 +199,87 @@ def _head(tokens: list[str]) -> tuple[str, ...]:
     return tuple(tokens[:1])
 
 
-def nearest(name: str, candidates: list[str] | None = None, n: int = 3) -> list[str]:
-    """The catalog names most like `name`. Token-aware: the family and its version ('qwen3', 'llama-3.1')
-    weigh most, so a misspelled Qwen3 id suggests Qwen3 ids before Qwen2 ones; then the string likeness of
-    the repository name (difflib), then the other tokens (sizes, variants) in common."""
+def _score(q_full: str, cand: str) -> float:
     import difflib
 
-    cands = candidates if candidates is not None else names()
-    q_full = name.strip().lower()
     q_org, _, q_bare = q_full.rpartition("/")
-    q_tok = _tokens(q_bare)
+    c_org, _, c_bare = cand.lower().rpartition("/")
+    q_tok, c_tok = _tokens(q_bare), _tokens(c_bare)
     q_head = _head(q_tok)
-    scored: list[tuple[float, str]] = []
-    for c in dict.fromkeys(cands):
-        c_org, _, c_bare = c.lower().rpartition("/")
-        c_tok = _tokens(c_bare)
-        ratio = difflib.SequenceMatcher(None, q_bare, c_bare).ratio()
-        common = len(set(q_tok) & set(c_tok)) / max(len(set(q_tok) | set(c_tok)), 1)
-        score = 0.5 * ratio + 0.3 * common + (0.3 if q_head and _head(c_tok) == q_head else 0.0)
-        if q_org and c_org == q_org:
-            score += 0.05
-        if score >= 0.45:
-            scored.append((score, c))
-    scored.sort(key=lambda x: (-x[0], x[1]))
-    return [c for _, c in scored[:n]]
+    ratio = difflib.SequenceMatcher(None, q_bare, c_bare).ratio()
+    common = len(set(q_tok) & set(c_tok)) / max(len(set(q_tok) | set(c_tok)), 1)
+    score = 0.5 * ratio + 0.3 * common + (0.3 if q_head and _head(c_tok) == q_head else 0.0)
+    return score + (0.05 if q_org and c_org == q_org else 0.0)
+
+
+def nearest(name: str, n: int = 3) -> list[str]:
+    """The catalog ids most like `name` (an id, alias or bare name; each model named once, by its id).
+    Token-aware: the family and its version ('qwen3', 'llama-3.1') weigh most, so a misspelled Qwen3 id
+    suggests Qwen3 ids before Qwen2 ones; then the string likeness of the repository name (difflib), then
+    the other tokens (sizes, variants) in common. Always some names, however far (`--model nope`)."""
+    q = name.strip().lower()
+    best: dict[str, float] = {}
+    for e in entries():
+        best[e.hf_id] = max(_score(q, c) for c in (e.hf_id, *e.aliases))
+    ranked = sorted(best.items(), key=lambda x: (-x[1], x[0]))
+    return [c for c, _ in ranked[:n]]
+
+
+# -- describing a model (the `models` command) -----------------------------------------------------------
+
+def kv_bytes_per_token(spec: ModelSpec, element_bytes: int = 2) -> int:
+    """KV-cache bytes one token takes across the layers that store K/V for it, at `element_bytes` per element
+    (2: bf16), before tensor parallelism. Full, sliding-window and chunked layers count per token (a window
+    limits how many tokens a layer keeps, not what one token costs); a Mamba / linear-attention layer keeps a
+    fixed state per sequence and counts nothing here. MLA stores one latent (kv_lora_rank + qk_rope_head_dim)
+    per token. e.g. Llama-2-7B: 32 layers x 32 KV heads x (128 + 128) x 2 B = 524,288 B."""
+    total = 0
+    for g in spec.layers:
+        if g.kind == "mamba":
+            continue
+        if g.kind == "mla":
+            total += g.head_size * (g.kv_bytes_override if g.kv_bytes_override is not None else element_bytes)
+        else:
+            total += g.num_kv_heads * (g.head_size + g.head_size_v) * element_bytes
+    return total
+
+
+def attention_kind(spec: ModelSpec) -> str:
+    """'GQA 8/32', 'MHA', 'MQA', 'MLA', 'MLA+DSA', with '+sliding' / '+chunked' for local layers and
+    'hybrid <state>+<attention>' when recurrent-state layers are mixed in."""
+    kinds = {g.kind for g in spec.layers}
+    if not kinds:
+        return "none (attention-free)"
+    if spec.is_mla:
+        base = "MLA+DSA" if any(g.kv_bytes_override is not None for g in spec.layers) else "MLA"
+    elif spec.num_kv_heads == spec.num_attention_heads:
+        base = "MHA"
+    elif spec.num_kv_heads == 1:
+        base = "MQA"
+    else:
+        base = f"GQA {spec.num_kv_heads}/{spec.num_attention_heads}"
+    if "sliding" in kinds:
+        base += "+sliding"
+    if "chunked" in kinds:
+        base += "+chunked"
+    variants = sorted({g.mamba.variant for g in spec.layers if g.kind == "mamba" and g.mamba is not None})
+    if variants:
+        return f"hybrid {'/'.join(variants)}+{base}" if kinds - {"mamba"} else f"state only ({'/'.join(variants)})"
+    return base
+
+
+def describe(entry: Entry) -> dict:
+    """One catalog row: id, family, parameters, context, attention kind, KV bytes per token at bf16, provenance."""
+    from configurator.memory.weights import count_params
+
+    spec = entry.spec()
+    try:
+        params = count_params(spec).total
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        params = None
+    context = min((v for _, v in spec.max_len_keys), default=None)
+    return {"id": entry.hf_id, "aliases": list(entry.aliases), "family": entry.family, "parameters": params,
+            "context_tokens": context, "attention": attention_kind(spec),
+            "kv_bytes_per_token_bf16": kv_bytes_per_token(spec), "model_type": spec.model_type,
+            "quantization": spec.quant.method, "weights_bytes": entry.weights_bytes,
+            "config_source": entry.config_source, "catalog_file": entry.origin}

@@ -118,7 +118,8 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
         target = model_configs[name]
         inner = resolve(target, allow_hub=allow_hub, revision=revision)
         note = f"--model-config maps {name} to {target}"
-        spec = dataclasses.replace(inner.spec, notes=(*inner.spec.notes, note))
+        # the served name stays the model's name (what `vllm serve` is given), the config is the target's
+        spec = dataclasses.replace(inner.spec, name=name, hf_id=None, notes=(*inner.spec.notes, note))
         return Resolution(spec, "model-config", inner.config_source or target, inner.warnings)
     p = Path(name).expanduser()
     if p.exists():
