@@ -46,8 +46,9 @@ def models_cmd(query, family, fmt) -> None:
     from configurator.model import catalog
 
     words = [w.lower() for w in query]
+    exact = catalog.find(" ".join(query)) if query else None
     rows = []
-    for e in catalog.entries():
+    for e in (exact,) if exact is not None else catalog.entries():
         if family and e.family.lower() != family.lower():
             continue
         row = catalog.describe(e)
