@@ -20,7 +20,6 @@ Architectures whose cache this test cannot compute from config keys alone are li
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -205,21 +204,6 @@ def test_worked_numbers():
 
 
 # -- the loader itself, on a fixture part ----------------------------------------------------------------
-
-FIXTURE = Path(__file__).parent / "data" / "catalog"
-
-
-@pytest.fixture
-def fixture_catalog(monkeypatch):
-    from configurator.model import derivatives
-
-    monkeypatch.setattr(catalog, "catalog_dir", lambda: FIXTURE)
-    catalog.clear_cache()
-    derivatives._bases.cache_clear()
-    yield
-    catalog.clear_cache()
-    derivatives._bases.cache_clear()
-
 
 def test_a_part_entry_is_found_by_id_alias_and_bare_name_in_any_case(fixture_catalog):
     e = catalog.find("META-LLAMA/llama-3.2-3b")
