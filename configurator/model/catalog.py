@@ -161,10 +161,17 @@ def _index() -> dict[str, Entry]:
     return idx
 
 
+@lru_cache(maxsize=1)
+def _part_ids() -> dict[str, Entry]:
+    """lower-case id -> entry, of the catalog parts only (no built-in profile parsed)."""
+    return {e.hf_id.lower(): e for e in _part_entries()}
+
+
 def find(name: str) -> Entry | None:
-    """The catalog entry for an id, alias or bare repository name (case-insensitive), or None."""
+    """The catalog entry for an id, alias or bare repository name (case-insensitive), or None.
+    A built-in id costs one file; a part's id the parts; only an alias or a bare name reads everything."""
     key = name.strip().lower()
-    return profile_entry(key) or _index().get(key)
+    return profile_entry(key) or _part_ids().get(key) or _index().get(key)
 
 
 def names() -> list[str]:
@@ -178,7 +185,7 @@ def names() -> list[str]:
 
 def clear_cache() -> None:
     """Forget what was read (tests that point the data folders elsewhere)."""
-    for f in (profile_files, _profile_entry_at, _part_entries, _index):
+    for f in (profile_files, _profile_entry_at, _part_entries, _part_ids, _index):
         f.cache_clear()
 
 
