@@ -173,6 +173,7 @@ def find_base(name: str) -> tuple[Entry, Quant | None] | None:
     """The catalog model a derivative name stands on and the quantization its name says, or None.
     Raises Unclear when the name names a format without saying enough of it."""
     tokens = split_name(name)
+    org = name.strip().rpartition("/")[0].lower()
     rest, quant = read_quant(tokens)
     core = _core(rest)
     if not core:
@@ -181,8 +182,8 @@ def find_base(name: str) -> tuple[Entry, Quant | None] | None:
     for order, (b_core, b_rest, b_quant, e) in enumerate(_bases()):
         # an unquantized base first, then the one sharing most variant tokens ('instruct'), then catalog order
         key = (b_quant, -len(set(rest) & set(b_rest)), order)
-        if quant is None and set(rest) <= set(b_rest):
-            continue  # adds nothing to the base (Llama-2-7b of Llama-2-7b-hf): a shortened id, not a derivative
+        if quant is None and set(rest) <= set(b_rest) and (not org or org == e.hf_id.rpartition("/")[0].lower()):
+            continue  # the publisher's own id shortened (Llama-2-7b of Llama-2-7b-hf), not a derivative
         if b_core == core:
             exact.append((key, e))
         elif _affix(core, b_core):
@@ -222,7 +223,7 @@ def resolve_derivative(name: str) -> tuple[Entry, dict | None, str] | None:
     if base.hf_id.lower() == name.strip().lower():
         return None
     if quant is None:
-        what = "weights at the base's dtype (the name implies no quantization)"
+        what = "weights as the base's (the name implies no other format)"
         config = None
     else:
         what = f"{quant.label} inferred from the name"

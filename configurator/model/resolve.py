@@ -2,7 +2,8 @@
 
 1. `--model-config NAME=PATH` (or `models:` in .vllm-configurator.yaml, through `check`): the name is
    replaced by the config file, model folder or catalog id it maps to;
-2. a local config.json or model folder that exists;
+2. a local config.json or model folder that exists (a path that does not exist but whose last part is a
+   catalog model's name, `/models/Qwen3-8B`, takes that model's geometry with a warning);
 3. the offline catalog (built-in profiles and catalog parts, configurator.model.catalog);
 4. the Hugging Face cache, then the Hub (configurator.model.hub), for a Hub id at `--revision`;
 5. a quantized or fine-tuned derivative of a catalog model (configurator.model.derivatives), with a
@@ -35,7 +36,7 @@ class Resolution:
     """A resolved model, how it was found, where its config came from, and what to tell the user."""
 
     spec: ModelSpec
-    how: str  # local | catalog | hf-cache | hub | derivative | model-config
+    how: str  # local | catalog | hf-cache | hub | derivative | model-config | path-name
     config_source: str
     warnings: tuple[str, ...] = ()
 
@@ -125,6 +126,9 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
     if p.exists():
         return Resolution(load_local(p), "local", str(p))
     if name.endswith(".json") or name.startswith(("/", "./", "../", "~")):
+        named = _named_by_path(name)
+        if named is not None:
+            return named
         raise InputError(f"{name}: no such file or folder (a path inside a container or a served name? map it "
                          f"with --model-config {name}=CONFIG_OR_ID, or `models:` in .vllm-configurator.yaml)")
     entry = catalog.find(name)
@@ -151,12 +155,8 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
     derived = resolve_derivative(name)
     if derived is not None:
         base, quant_config, warning = derived
-        config = {k: v for k, v in base.config.items() if k != "quantization_config"}
-        if quant_config:
-            config["quantization_config"] = quant_config
-        if isinstance(config.get("text_config"), dict):
-            config["text_config"] = {k: v for k, v in config["text_config"].items() if k != "quantization_config"}
-        spec = read_model_spec(config, name=name, hf_id=name)
+        spec = read_model_spec(_derived_config(base, quant_config), name=name, hf_id=name,
+                               hf_quant_config=None if quant_config else base.hf_quant_config)
         spec = dataclasses.replace(spec, notes=(*spec.notes, warning))
         return Resolution(spec, "derivative", f"{base.hf_id}: {base.config_source}", (warning,))
     if hub_error is not None:
@@ -168,6 +168,45 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
     elif _HUB_ID.match(name) and hub_offline():
         hint = "not in the offline catalog or the Hugging Face cache, and HF_HUB_OFFLINE is set"
     raise NotFoundError("model", name, _near(name), hint=hint)
+
+
+def _derived_config(base: Entry, quant_config: dict | None) -> dict:
+    """The base's config with the quantization a derivative's name implies in place of the base's own (a
+    name that implies none keeps the base's: a republished copy, a fine-tune)."""
+    if not quant_config:
+        return base.config
+    config = {k: v for k, v in base.config.items() if k != "quantization_config"}
+    if isinstance(config.get("text_config"), dict):
+        config["text_config"] = {k: v for k, v in config["text_config"].items() if k != "quantization_config"}
+    config["quantization_config"] = quant_config
+    return config
+
+
+def _named_by_path(path: str) -> Resolution | None:
+    """A path that is not here but whose last part names a catalog model (`/models/Qwen3-8B`, a volume
+    mounted under the model's name): that model, with a warning. None when the last part names none."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    if not last or last.endswith(".json") or last in (".", "..", "~"):
+        return None
+    entry = catalog.find(last)
+    config, hq, weights, wsource = (entry.config, entry.hf_quant_config, entry.weights_bytes,
+                                    entry.weights_source) if entry is not None else ({}, None, None, None)
+    what = "its geometry is used"
+    if entry is None:
+        from configurator.model.derivatives import resolve_derivative
+
+        derived = resolve_derivative(last)
+        if derived is None:
+            return None
+        entry, qc, inferred = derived
+        config = _derived_config(entry, qc)
+        hq = None if qc else entry.hf_quant_config
+        what = inferred.split("; pass", 1)[0]
+    warning = (f"{path} is not on this machine; its last part names {entry.hf_id}: {what} "
+               f"(pass --model-config {path}=CONFIG to be exact)")
+    spec = read_model_spec(config, name=path, hf_quant_config=hq, weights_bytes=weights, weights_source=wsource)
+    spec = dataclasses.replace(spec, notes=(*spec.notes, warning))
+    return Resolution(spec, "path-name", entry.config_source, (warning,))
 
 
 def resolve_model(name: str, *, allow_hub: bool = True, revision: str | None = None,

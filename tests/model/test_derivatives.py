@@ -40,6 +40,7 @@ TABLE = [
     ("acme/Qwen3-32B-Distill", "Qwen/Qwen3-32B", None, None),
     ("NousResearch/Hermes-3-Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct", None, None),
     ("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B-AWQ", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", "awq", None),
+    ("RedHatAI/gpt-oss-20b", "openai/gpt-oss-20b", None, None),  # another publisher's copy: the base as is
     # the name does not say enough: unknown, with the nearest names
     ("TheBloke/Mistral-7B-Instruct-v0.1-GGUF", None, None, None),  # GGUF: bits in the file, not the name
     ("mlx-community/Qwen3-8B-4bit", None, None, None),  # a width without its format
@@ -48,7 +49,7 @@ TABLE = [
     ("casperhansen/mixtral-instruct-awq", None, None, None),  # no size: which Mixtral?
     ("RedHatAI/Llama-3.1-8B-Instruct-quantized", None, None, None),  # quantized how?
     ("acme/Llama-3.1-8B-Instruct-FP4", None, None, None),  # NVFP4 or MXFP4?
-    ("meta-llama/Llama-2-7b", None, None, None),  # adds nothing to Llama-2-7b-hf: a shortened id
+    ("meta-llama/Llama-2-7b", None, None, None),  # the publisher's own id shortened (Llama-2-7b-hf)
     ("acme/totally-new-7B-FP8", None, None, None),  # no catalog base
     ("acme/Llama-AWQ", None, None, None),
 ]
@@ -84,6 +85,20 @@ def test_a_quantized_base_loses_its_quantization_when_the_name_says_another(fixt
     assert resolve_derivative("acme/Qwen3-32B-AWQ-FP8") is None  # two formats: unclear
     spec = resolve("RedHatAI/Qwen3-30B-A3B-quantized.w4a16", allow_hub=False).spec
     assert spec.quant.method == "compressed-tensors" and spec.quant.weight_bits == 4 + 16 / 128
+
+
+def test_a_copy_keeps_the_bases_quantization(fixture_catalog):
+    spec = resolve("RedHatAI/gpt-oss-20b", allow_hub=False).spec
+    assert spec.quant.method == "mxfp4"
+
+
+@pytest.mark.parametrize(("path", "base"), [("/models/Qwen3-8B", "Qwen/Qwen3-8B"),
+                                            ("/mnt/models/Llama-3.3-70B-Instruct-FP8-dynamic/",
+                                             "meta-llama/Llama-3.3-70B-Instruct")])
+def test_a_missing_path_named_after_a_model_takes_its_geometry(fixture_catalog, path, base):
+    r = resolve(path, allow_hub=False)
+    assert r.how == "path-name" and r.spec.name == path
+    assert f"its last part names {base}" in r.warnings[0] and f"--model-config {path}=" in r.warnings[0]
 
 
 def test_unknown_derivative_lists_the_nearest_names(fixture_catalog):
