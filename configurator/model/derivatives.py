@@ -93,6 +93,8 @@ def read_quant(tokens: list[str]) -> tuple[list[str], Quant | None]:
                 kv_fp8 = True
             found.append(Quant({"quant_method": "fp8"}, "FP8 weights"))
         elif t == "awq":
+            if nxt in ("int4", "4bit", "w4"):  # AWQ-INT4: the width AWQ always has
+                i += 1
             found.append(Quant({"quant_method": "awq", "bits": 4, "group_size": 128}, "AWQ 4-bit weights"))
         elif t == "gptq":
             bits = {"int4": 4, "int8": 8, "4bit": 4, "8bit": 8}.get(nxt)

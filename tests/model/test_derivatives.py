@@ -20,6 +20,8 @@ TABLE = [
     ("Qwen/Qwen3-235B-A22B-Thinking-2507-FP8", "Qwen/Qwen3-235B-A22B", "fp8", None),
     ("TheBloke/Llama-2-13B-chat-AWQ", "meta-llama/Llama-2-13b-hf", "awq", ("bits", 4)),
     ("casperhansen/llama-3.3-70b-instruct-awq", "meta-llama/Llama-3.3-70B-Instruct", "awq", ("bits", 4)),
+    ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "meta-llama/Llama-3.1-70B-Instruct", "awq", ("bits", 4)),
+    ("RedHatAI/Qwen2.5-VL-7B-Instruct-FP8-Dynamic", "Qwen/Qwen2.5-VL-7B-Instruct", "fp8", None),
     ("TheBloke/Llama-2-7B-Chat-GPTQ", "meta-llama/Llama-2-7b-hf", "gptq", ("bits", 4)),
     ("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", "Qwen/Qwen2.5-32B", "gptq", ("bits", 4)),
     ("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int8", "Qwen/Qwen2.5-32B", "gptq", ("bits", 8)),
@@ -52,6 +54,9 @@ TABLE = [
     ("meta-llama/Llama-2-7b", None, None, None),  # the publisher's own id shortened (Llama-2-7b-hf)
     ("acme/totally-new-7B-FP8", None, None, None),  # no catalog base
     ("acme/Llama-AWQ", None, None, None),
+    ("mistralai/Mistral-7B-Instruct-v0.2", None, None, None),  # v0.2 is not v0.1 or v0.3 (a version is geometry)
+    ("microsoft/Phi-3-mini-128k-instruct", None, None, None),  # 128k is not the 4k release
+    ("Qwen/Qwen2.5-7B-Instruct-1M", None, None, None),
 ]
 
 
