@@ -134,6 +134,9 @@ def hub(tmp_path, monkeypatch):
                 "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))  # no token file of the machine's user
+    from huggingface_hub import constants  # read HF_HUB_OFFLINE at its import (CI sets it): this server is local
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     Hub.log = []
     yield Hub.log
     server.shutdown()
