@@ -54,6 +54,13 @@ def models_cmd(query, family, fmt) -> None:
         row = catalog.describe(e)
         if _matches(row, words):
             rows.append(row)
+    if not rows and len(query) == 1 and not family:
+        from configurator.model.derivatives import resolve_derivative
+
+        derived = resolve_derivative(query[0])
+        if derived is not None:  # not in the catalog, but resolves through its base
+            click.echo(f"note: {query[0]} is not in the catalog; {derived[2]}", err=True)
+            rows = [catalog.describe(derived[0])]
     if not rows:
         text = " ".join(query) or family or ""
         raise NotFoundError("model", text, catalog.nearest(text), hint="no catalog model matches")

@@ -39,6 +39,12 @@ def test_models_family_filter(run_cli):
     assert rows and all(r["family"] == "deepseek-v3" and r["attention"].startswith("MLA") for r in rows)
 
 
+def test_models_shows_a_derivatives_base(run_cli):
+    res = run_cli("models", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic")
+    assert res.exit_code == 0 and "meta-llama/Llama-3.3-70B-Instruct" in res.stdout
+    assert "geometry of meta-llama/Llama-3.3-70B-Instruct, FP8 weights inferred from the name" in res.stderr
+
+
 def test_models_without_a_match_lists_the_nearest(run_cli):
     res = run_cli("models", "nope")
     assert res.exit_code == 2 and "nearest:" in res.stderr
