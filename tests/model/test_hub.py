@@ -192,3 +192,11 @@ def test_gated_repo_in_the_cli_is_one_line_exit_2(hub, run_cli):
 def test_unknown_repo_is_unknown_with_nearest_names(hub):
     with pytest.raises(NotFoundError, match="not on the Hugging Face Hub"):
         resolve("acme/Qwen3-8B-nothing")
+
+
+def test_gated_repo_with_a_token_without_access_says_so(hub, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_real_token")
+    with pytest.raises(InputError) as e:
+        resolve("acme/gated-model")
+    msg = str(e.value)
+    assert "\n" not in msg and "HF_TOKEN has no access" in msg and "/acme/gated-model" in msg
