@@ -187,12 +187,20 @@ def test_every_entry_records_where_its_config_came_from():
 
 
 def test_ids_are_unique_across_built_ins_and_parts():
+    """TEAM.md's format: an id already built in is not repeated, and no two parts hold the same id (the
+    loader would keep the first silently)."""
     folder = catalog.catalog_dir()
-    ids = [e.hf_id.lower() for e in catalog.entries()]
-    assert len(ids) == len(set(ids))
+    seen = {k: "built-in" for k in catalog.profile_files()}
+    repeated = []
     for part in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         models = json.loads(part.read_text())["models"]
         assert all({"hf_id", "aliases", "family", "config_source", "config"} <= set(m) for m in models), part.name
+        for m in models:
+            key = m["hf_id"].lower()
+            if key in seen:
+                repeated.append(f"{m['hf_id']} ({part.name}, already in {seen[key]})")
+            seen.setdefault(key, part.name)
+    assert not repeated, repeated
 
 
 def test_worked_numbers():
