@@ -8,8 +8,9 @@ The independent formula, per architecture (written from the config keys, not fro
   per token; sparse-attention DSA models (`index_head_dim`) add layers x (index_head_dim + 4 per 128) x 1 B;
   Kimi Linear: only `linear_attn_config.full_attn_layers` are MLA, the KDA layers keep a state;
 - hybrids count only the layers that attend: `hybrid_override_pattern` '*' (Nemotron-H),
-  `layers_block_type` 'attention', `layer_types` (*_attention but linear_attention), `full_attention_interval`
-  (Qwen3-Next / Qwen3.5: every k-th layer); recurrent layers keep a fixed state, not per-token bytes;
+  `layers_block_type` 'attention', `attn_type_list` 1 (MiniMax-Text-01 / M1), `layer_types` (*_attention but
+  linear_attention), `full_attention_interval` (Qwen3-Next / Qwen3.5: every k-th layer); recurrent layers keep a
+  fixed state, not per-token bytes;
 - per-layer geometry: `block_configs` (Nemotron NAS: kv heads = heads / n_heads_in_group, no_op = none),
   `hybrid_layer_pattern` (MiMo: sliding layers with swa_* heads and head sizes, K and V sizes apart),
   Gemma 4 `global_head_dim` / `num_global_key_value_heads` on its full-attention layers;
@@ -144,6 +145,8 @@ def expected_kv_bf16(config: dict) -> tuple[int | None, str]:
         return layers * per + extra, "full attention + block-sparse index keys"
     if isinstance(t.get("hybrid_override_pattern"), str):
         return t["hybrid_override_pattern"].count("*") * per, "hybrid_override_pattern '*'"
+    if isinstance(t.get("attn_type_list"), list):  # MiniMax-Text-01 / M1: 1 softmax attention, 0 lightning (state)
+        return sum(1 for x in t["attn_type_list"][:layers] if x) * per, "attn_type_list"
     if isinstance(t.get("layers_block_type"), list):
         return sum(1 for x in t["layers_block_type"][:layers] if x == "attention") * per, "layers_block_type"
     if isinstance(t.get("layer_types"), list):
