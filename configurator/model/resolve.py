@@ -80,6 +80,9 @@ def load_local(path: Path) -> ModelSpec:
                            weights_source=source)
 
 
+# A Hub id written as a URL: hf://org/name, https://huggingface.co/org/name(/tree/main)
+_HUB_URL = re.compile(r"^(?:hf://|https?://(?:www\.)?huggingface\.co/)([^/\s]+/[^/\s]+?)(?:/.*)?/?$")
+
 # A Hugging Face repository id: owner/name of letters, digits, '-', '_', '.' (the Hub's own rule)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
@@ -122,6 +125,9 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
         # the served name stays the model's name (what `vllm serve` is given), the config is the target's
         spec = dataclasses.replace(inner.spec, name=name, hf_id=None, notes=(*inner.spec.notes, note))
         return Resolution(spec, "model-config", inner.config_source or target, inner.warnings)
+    hub_url = _HUB_URL.match(name)
+    if hub_url:  # hf://org/name (KServe's storageUri), https://huggingface.co/org/name
+        name = hub_url.group(1)
     p = Path(name).expanduser()
     if p.exists():
         return Resolution(load_local(p), "local", str(p))

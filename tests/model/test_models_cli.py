@@ -117,3 +117,11 @@ def test_model_config_needs_a_name_when_there_is_no_model():
     assert parse_model_configs(["a=b", "c"], "m") == {"a": "b", "m": "c"}
     with pytest.raises(InputError, match="NAME=PATH"):
         parse_model_configs(["=x"], "m")
+
+
+@pytest.mark.parametrize("url", ["hf://meta-llama/Llama-2-7b-hf", "https://huggingface.co/meta-llama/Llama-2-7b-hf",
+                                 "https://huggingface.co/meta-llama/Llama-2-7b-hf/tree/main"])
+def test_a_hub_url_is_its_id(url):
+    from configurator.model.resolve import resolve
+
+    assert resolve(url, allow_hub=False).spec.hf_id == "meta-llama/Llama-2-7b-hf"
