@@ -263,6 +263,23 @@ def _request(model: Any, gpu: Any, version: str, flags: dict, used: int = 0) -> 
                            vllm_version=version, flags=flags, gpu_memory_used=used)
 
 
+def _estimate_once(cache: dict, model: Any, gpu: Any, version: str, flags: dict, used: int = 0) -> Any:
+    """`estimate` for one (model, GPU, release, flags, memory in use) key, computed once per run: public
+    manifests repeat the same server many times (replicas of a chart, one Deployment per namespace), and
+    estimate is pure. A refusal (InputError) is remembered and raised again, like the first time."""
+    key = (id(model), gpu.name, gpu.total_bytes, version, repr(sorted(flags.items())), used)
+    hit = cache.get(key)
+    if hit is None:
+        try:
+            hit = (estimate(_request(model, gpu, version, flags, used)), None)
+        except InputError as e:
+            hit = (None, e)
+        cache[key] = hit
+    if hit[1] is not None:
+        raise hit[1]
+    return hit[0]
+
+
 def needed_bytes_per_gpu(result: Any) -> int:
     """The GPU memory (CUDA total) vLLM needs at these flags: what is not KV, plus one request of
     max_model_len (blocks_per_request x bytes_per_block), over gpu_memory_utilization."""
@@ -394,6 +411,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     workload = load_workload(opts.workload) if opts.workload else None
     models: dict = {}
     catalog_cache: dict = {}
+    estimates: dict = {}  # (model, GPU, release, flags, used) -> estimate; models stay alive in `models`
     found, not_understood = extract_all(docs)
     for nu in not_understood:
         out.add("not-understood", nu.reason, nu.loc, ObjectRef(kind=nu.kind, name=nu.name))
@@ -421,7 +439,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                     except InputError:
                         used = 0
                 try:
-                    result = estimate(_request(model, gpu, version, flags, used))
+                    result = _estimate_once(estimates, model, gpu, version, flags, used)
                 except InputError as e:
                     est_error = str(e)
                 if result is not None and workload is not None and result.fits and result.memory.kv_cache_bytes > 0:
