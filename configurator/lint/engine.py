@@ -20,7 +20,7 @@ from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.config import LintConfig, Settings
-from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all
+from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release
 from configurator.lint.load import Document, Problem
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
 
@@ -189,23 +189,6 @@ def _gpu(server: Server, opts: Options, settings: Settings) -> tuple[Any, str]:
     return None, ""
 
 
-_VLLM_IN_TAG = re.compile(r"vllm[-_.]?v?(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE)
-_VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2})(?:$|[-+._])")
-
-
-def _image_version(image: str) -> tuple[str | None, str]:
-    """(the vLLM release an image tag names, the tag); None when it names none. `vllm/vllm-openai:v0.8.5`
-    -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None."""
-    last = image.rsplit("/", 1)[-1].split("@", 1)[0]
-    tag = last.partition(":")[2]
-    if not tag:
-        return None, "latest"
-    m = _VLLM_IN_TAG.search(tag)
-    if m is None and "vllm" in image.lower():
-        m = _VERSION_TAG.match(tag)
-    return (m.group(1) if m else None), tag
-
-
 def _release(server: Server, opts: Options) -> Release:
     """The vLLM release a server runs and where that came from; a tag outside the modelled range or
     naming no release is evaluated as the nearest modelled release, and the Release says so."""
@@ -213,7 +196,7 @@ def _release(server: Server, opts: Options) -> Release:
 
     chosen = opts.vllm_version
     image = server.image or ""
-    named, tag = _image_version(image) if image else (None, "latest")
+    named, tag = image_release(image) if image else (None, "latest")
     if named is None and server.env.get("VLLM_VERSION"):
         named, tag = server.env["VLLM_VERSION"], f"env VLLM_VERSION={server.env['VLLM_VERSION']}"
     if named is None:
@@ -412,6 +395,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     models: dict = {}
     catalog_cache: dict = {}
     estimates: dict = {}  # (model, GPU, release, flags, used) -> estimate; models stay alive in `models`
+    gpus: dict = {}  # (GPU annotation, node labels, GPU resource) -> (GPU, where it came from)
+    releases: dict = {}  # (image, VLLM_VERSION env) -> Release
     found, not_understood = extract_all(docs)
     for nu in not_understood:
         out.add("not-understood", nu.reason, nu.loc, ObjectRef(kind=nu.kind, name=nu.name))
@@ -423,8 +408,15 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
             model, model_error = _model(model_id, dirs, models, opts.model_resolver) if model_id else (None, None)
             if name is None:
                 model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
-            gpu, gpu_source = _gpu(s, opts, settings)
-            release = _release(s, opts)
+            # both are pure in these inputs, and the same few values recur across a repository's servers
+            gpu_key = (s.annotations.get(GPU_ANNOTATION), repr(sorted(s.gpu_labels.items())), s.gpu_resource)
+            if gpu_key not in gpus:
+                gpus[gpu_key] = _gpu(s, opts, settings)
+            gpu, gpu_source = gpus[gpu_key]
+            release_key = (s.image, s.env.get("VLLM_VERSION"))
+            if release_key not in releases:
+                releases[release_key] = _release(s, opts)
+            release = releases[release_key]
             try:
                 version = behaviour(release.version).version
             except InputError:
