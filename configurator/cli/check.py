@@ -34,26 +34,37 @@ def _named_file_is_not_yaml(path: str, docs: list, problems: list) -> str | None
     return f"{path}: not a Kubernetes manifest or values file (named files must be YAML or JSON manifests)"
 
 
-def _load(paths: Sequence[str], settings, values: tuple[str, ...] = ()):
+def _load(paths: Sequence[str], settings, values: tuple[str, ...] = (), force_exclude: bool = False):
+    """Every path's documents and problems. `ignorePaths` leaves out what `check` finds inside the folders
+    it walks; a file or folder named on the command line is read even when it matches, unless
+    `force_exclude` (ruff's `--force-exclude` semantics: pre-commit names every changed file, so the hook
+    passes it, and `check .` on a repository skips its ignored fixtures while `check fixtures/` reads them)."""
     from configurator.lint.render import load_paths
     from configurator.safe_io import read_stdin
 
     stdin = read_stdin() if "-" in paths else None  # bounded: /dev/zero stops at the cap
     docs, problems = [], []
     for raw in paths:
+        asked_for = raw != "-" and not force_exclude and settings.ignored(raw, Path(raw).is_dir())  # read in full
+        if asked_for:
+            def skip(f: Path) -> bool:
+                return False
+        else:
+            def skip(f: Path) -> bool:
+                return settings.ignored(str(f))
         try:
-            d, p = load_paths([raw], stdin, values=values, skip=lambda f: settings.ignored(str(f)))
+            d, p = load_paths([raw], stdin, values=values, skip=skip)
         except FileNotFoundError as e:
             raise InputError(f"{e.args[0]}: no such file or folder") from None
         if raw != "-" and Path(raw).is_file():
             why = _named_file_is_not_yaml(raw, d, p)
             if why is not None:
                 raise InputError(why)
+        if settings.config.ignore_paths and not asked_for:  # rendered templates a glob leaves out
+            d = [x for x in d if not settings.ignored(x.file)]
+            p = [x for x in p if not settings.ignored(x.loc.file)]
         docs += d
         problems += p
-    if settings.config.ignore_paths:
-        docs = [d for d in docs if not settings.ignored(d.file)]
-        problems = [p for p in problems if not settings.ignored(p.loc.file)]
     return docs, problems
 
 
@@ -98,8 +109,11 @@ def _pairs(formats: Sequence[str], outputs: Sequence[str]) -> list[tuple[str, st
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 @click.option("--values", "values", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Values file for the Helm charts among PATHS (repeatable; default: the charts' own).")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply the config's ignorePaths to PATHS named on the command line too (the pre-commit hook "
+                   "passes it); without it a named file or folder is always read.")
 def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, formats, outputs, force,
-              strict, values) -> None:
+              strict, values, force_exclude) -> None:
     """Lint Kubernetes manifests, Helm output (`helm template ... | vllm-configurator check -`) and
     production-stack values against vLLM's memory budget and flags.
 
@@ -119,7 +133,7 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, for
     for name in (gpu, settings.default_gpu(), *((cfg.gpu or {}).values() if isinstance(cfg.gpu, dict) else ())):
         if name:
             _known_gpu(name)
-    docs, problems = _load(paths, settings, tuple(values))
+    docs, problems = _load(paths, settings, tuple(values), force_exclude)
     opts = Options(gpu=gpu, workload=workload or cfg.workload, vllm_version=vllm_version or cfg.vllm_version,
                    model_config_dirs=tuple(model_config), settings=settings)
     write_reports(evaluate(docs, problems, opts), pairs, strict or cfg.strict, force=force, inputs=tuple(paths))

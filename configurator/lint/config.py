@@ -126,12 +126,13 @@ class Settings:
                 out[rid] = (self._spec(r.include) if r.include else None, self._spec(r.exclude) if r.exclude else None)
         return out
 
-    def ignored(self, file: str) -> bool:
-        """Whether `ignorePaths` leaves this file out."""
+    def ignored(self, file: str, folder: bool = False) -> bool:
+        """Whether `ignorePaths` leaves this file (or, with `folder`, this folder: `tests/fixtures/` matches
+        the folder tests/fixtures itself) out."""
         if self._ignored is None:
             return False
         rel = self._relative(file)
-        return rel is not None and self._ignored.match_file(rel)
+        return rel is not None and self._ignored.match_file(rel + "/" if folder and rel != "." else rel)
 
     def rule_excluded(self, rule: str, file: str) -> str | None:
         """Why `rule` does not run on `file` (its include / exclude globs), or None when it does."""

@@ -39,6 +39,7 @@ _VLLM_IN_TAG = re.compile(r"vllm[-_.]?v?(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE
 _VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2})(?:$|[-+._])")
 
 
+@lru_cache(maxsize=1024)
 def image_release(image: str) -> tuple[str | None, str]:
     """(the vLLM release an image tag names, the tag); None when it names none. `vllm/vllm-openai:v0.8.5`
     -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None."""
@@ -57,12 +58,15 @@ def flag_table_release(image: str | None, env: dict[str, str]) -> str | None:
     """The release whose argument parser reads this server's command: the one its image tag names, else its
     VLLM_VERSION env (None: the newest). A release outside the table reads as the nearest one in it
     (configurator.vllm.args.table_version), as the engine evaluates it."""
-    from configurator.vllm.args import table_version
-
     named = image_release(image)[0] if image else None
     named = named or env.get("VLLM_VERSION")
-    if not named:
-        return None
+    return _table_release(named) if named else None
+
+
+@lru_cache(maxsize=1024)
+def _table_release(named: str) -> str | None:
+    from configurator.vllm.args import table_version
+
     try:
         return table_version(named)
     except InputError:
@@ -298,9 +302,21 @@ def argv_items(c: Node, key: str) -> list[tuple[Node, str]]:
     return out
 
 
+# Images whose name mentions vLLM but that run no vLLM server: this tool's own image (the webhook and
+# audit Deployments of charts/vllm-configurator-webhook run `vllm-configurator webhook ...`).
+NOT_VLLM_IMAGES = frozenset({"vllm-configurator"})
+
+
+def image_names_vllm(image: str) -> bool:
+    """Whether an image reference names vLLM (vllm/vllm-openai, rocm/vllm, .../vllm-runtime), this tool's
+    own image aside."""
+    repo = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
+    return repo not in NOT_VLLM_IMAGES and "vllm" in image.lower()
+
+
 def is_vllm(c: Node, argv: list[tuple[Node, str]]) -> bool:
     """Whether a container runs vLLM: its image or command names it."""
-    return "vllm" in (c.str("image") or "").lower() or any("vllm" in t.lower() for _, t in argv)
+    return image_names_vllm(c.str("image") or "") or any("vllm" in t.lower() for _, t in argv)
 
 
 def container_env(c: Node) -> dict[str, str]:
