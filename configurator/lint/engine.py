@@ -29,6 +29,7 @@ IGNORE_ALL_ANNOTATION = ANNOTATION_PREFIX + "ignore-all"  # "<reason>"
 IGNORE_CHECK_PREFIX = "ignore-check.vllm-configurator.io/"  # ignore-check.vllm-configurator.io/<rule>: "<reason>"
 GPU_ANNOTATION = ANNOTATION_PREFIX + "gpu"
 USED_ANNOTATION = ANNOTATION_PREFIX + "gpu-memory-used"
+MODEL_ANNOTATION = ANNOTATION_PREFIX + "model"  # the model a served name or local path stands for
 
 __all__ = ["CheckReport", "Finding", "LintConfig", "ObjectRef", "Options", "ServerReport", "Suppression", "evaluate"]
 
@@ -135,28 +136,54 @@ class Options:
 
 # -- model, GPU, release ------------------------------------------------------------------------------
 
-def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None) -> tuple[Any, str | None]:
-    if name in cache:
-        return cache[name]
+def _on_this_machine(name: str) -> bool:
+    """Whether a model name from a manifest happens to name a file or folder where `check` runs (`/models/llama`
+    on a machine that has one, `Qwen/Qwen3-8B` beside the manifests): the resolver would read it."""
+    try:
+        return Path(name).expanduser().exists()
+    except (OSError, ValueError):  # a name too long for a path, a NUL
+        return False
+
+
+def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None,
+           local_ok: bool = False) -> tuple[Any, str | None]:
+    """The ModelSpec a server's model name stands for, or (None, why). A name written in a manifest (or in
+    the vllm-configurator.io/model annotation) is never read from this machine's files: `/mnt/models` or a
+    PVC mount is a path inside the container, and a folder of the same name here is a coincidence. Only the
+    config's `models:` map (`local_ok`) and --model-config folders point at local files."""
+    key = (name, local_ok)
+    if key in cache:
+        return cache[key]
     from configurator.model.resolve import load_local, resolve_model
 
     result: tuple[Any, str | None]
     try:
         if resolver is not None:
             result = (resolver(name), None)
-            cache[name] = result
+            cache[key] = result
             return result
         for d in dirs:
             for cand in (Path(d) / (name.replace("/", "__") + ".json"), Path(d) / name / "config.json",
                          Path(d) / name.rsplit("/", 1)[-1] / "config.json"):
                 if cand.is_file():
                     result = (load_local(cand), None)
-                    cache[name] = result
+                    cache[key] = result
                     return result
-        result = (resolve_model(name, allow_hub=False), None)
+        if not local_ok and _on_this_machine(name):
+            from configurator.admission.models import catalog_resolver
+
+            try:  # the catalog alone: a Hub-shaped id that is also a folder here still finds its profile
+                result = (catalog_resolver(())(name), None)
+            except (ConfiguratorError, OSError, ValueError):
+                hint = (f"a path inside the container is not read from this machine; map it with `models: {{{name}: "
+                        f"<model id or config.json>}}` in .vllm-configurator.yaml, the {MODEL_ANNOTATION} "
+                        f"annotation, or --model-config")
+                result = (None, f"model '{name}' cannot be resolved offline: {hint}")
+        else:
+            result = (resolve_model(name, allow_hub=False), None)
     except (ConfiguratorError, OSError, ValueError) as e:  # ValueError: a local file that is not JSON
         result = (None, f"model '{name}' cannot be resolved offline: {e}")
-    cache[name] = result
+    cache[key] = result
     return result
 
 
@@ -404,8 +431,18 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     for s in found:
         try:
             name = s.flags.get("model")
-            model_id = settings.model_for(str(name)) if name is not None else None
-            model, model_error = _model(model_id, dirs, models, opts.model_resolver) if model_id else (None, None)
+            # what the served name or path stands for: the config's models: map (may name a local config.json),
+            # else the workload's vllm-configurator.io/model annotation, else the name itself
+            model_id, local_ok = None, False
+            if name is not None:
+                model_id = settings.model_for(str(name))
+                local_ok = model_id != str(name)
+                if local_ok and model_id.startswith(("./", "../")) and settings.source:
+                    model_id = str(settings.base / model_id)  # a config.json named relative to the config file
+                if not local_ok and s.annotations.get(MODEL_ANNOTATION, "").strip():
+                    model_id = s.annotations[MODEL_ANNOTATION].strip()
+            model, model_error = _model(model_id, dirs, models, opts.model_resolver, local_ok) if model_id \
+                else (None, None)
             if name is None:
                 model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
             # both are pure in these inputs, and the same few values recur across a repository's servers
