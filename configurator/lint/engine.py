@@ -437,7 +437,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
             if name is not None:
                 model_id = settings.model_for(str(name))
                 local_ok = model_id != str(name)
-                if local_ok and model_id.startswith(("./", "../")) and settings.source:
+                if local_ok and model_id.startswith(("./", "../")) and settings.source \
+                        and (settings.base / model_id).exists():
                     model_id = str(settings.base / model_id)  # a config.json named relative to the config file
                 if not local_ok and s.annotations.get(MODEL_ANNOTATION, "").strip():
                     model_id = s.annotations[MODEL_ANNOTATION].strip()
