@@ -46,8 +46,9 @@ def _load(paths: Sequence[str], settings, values: tuple[str, ...] = (), force_ex
 
     stdin = read_stdin() if "-" in paths else None  # bounded: /dev/zero stops at the cap
     docs, problems = [], []
-    for raw in paths:
-        asked_for = raw != "-" and not force_exclude and settings.ignored(raw, Path(raw).is_dir())  # read in full
+    for group in _by_chart(paths):
+        raw = group[0]
+        asked_for = raw != "-" and not force_exclude and all(settings.ignored(r, Path(r).is_dir()) for r in group)
         if asked_for:
             def skip(f: Path) -> bool:
                 return False
@@ -55,10 +56,10 @@ def _load(paths: Sequence[str], settings, values: tuple[str, ...] = (), force_ex
             def skip(f: Path) -> bool:
                 return settings.ignored(str(f))
         try:
-            d, p = load_paths([raw], stdin, values=values, skip=skip)
+            d, p = load_paths(group, stdin, values=values, skip=skip)
         except FileNotFoundError as e:
             raise InputError(f"{e.args[0]}: no such file or folder") from None
-        if raw != "-" and Path(raw).is_file():
+        if len(group) == 1 and raw != "-" and Path(raw).is_file():
             why = _named_file_is_not_yaml(raw, d, p)
             if why is not None:
                 raise InputError(why)
@@ -86,6 +87,18 @@ def _fewer_collections() -> Iterator[None]:
     finally:
         gc.set_threshold(*old)
         gc.unfreeze()
+
+
+def _by_chart(paths: Sequence[str]) -> list[list[str]]:
+    """The paths in order, those inside one Helm chart together (pre-commit names every changed file of a
+    chart: the chart is rendered once, with the values files among them, not once per file)."""
+    from configurator.lint.render import chart_root
+
+    groups: dict[object, list[str]] = {}
+    for raw in paths:
+        chart = chart_root(Path(raw)) if raw != "-" and Path(raw).exists() else None
+        groups.setdefault(chart.resolve() if chart is not None else (raw, len(groups)), []).append(raw)
+    return list(groups.values())
 
 
 def _pairs(formats: Sequence[str], outputs: Sequence[str]) -> list[tuple[str, str | None]]:

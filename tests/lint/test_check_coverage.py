@@ -189,3 +189,12 @@ def test_ignored_fixtures_are_still_checked_when_named_and_other_findings_are_no
     res = run_cli("check", str(repo), "--format", "json")
     report = json.loads(res.stdout)
     assert res.exit_code == 1 and {s["file"].split("repo/", 1)[1] for s in report["servers"]} == {"deploy/bad.yaml"}
+
+
+def test_files_of_one_chart_named_together_render_it_once(run_cli):
+    chart = ROOT / "charts" / "vllm"
+    files = [str(chart / "Chart.yaml"), str(chart / "values.yaml"), str(chart / "templates" / "service.yaml")]
+    report = json.loads(run_cli("check", *files, "--format", "json").stdout)
+    notes = [f for f in report["findings"] if f["rule"] == "template-not-rendered"]
+    assert len(notes) <= 1  # one note (or one rendering) for the chart, not one per file pre-commit names
+    assert len({(s["file"], s["line"]) for s in report["servers"]}) == len(report["servers"])
