@@ -95,10 +95,18 @@ class Settings:
     def _relative(self, file: str) -> str | None:
         if file.startswith("<"):  # <stdin>, an AdmissionReview object
             return None
-        try:
-            return Path(file).resolve().relative_to(self.base).as_posix()
-        except ValueError:
-            return Path(file).as_posix()
+        rel = self._relatives.get(file)
+        if rel is None:  # resolve() is a system call per path part: once per file, not once per finding
+            try:
+                rel = Path(file).resolve().relative_to(self.base).as_posix()
+            except ValueError:
+                rel = Path(file).as_posix()
+            self._relatives[file] = rel
+        return rel
+
+    @cached_property
+    def _relatives(self) -> dict[str, str]:
+        return {}
 
     @staticmethod
     def _spec(globs: list[str]):
@@ -118,16 +126,19 @@ class Settings:
                 out[rid] = (self._spec(r.include) if r.include else None, self._spec(r.exclude) if r.exclude else None)
         return out
 
-    def ignored(self, file: str) -> bool:
-        """Whether `ignorePaths` leaves this file out."""
+    def ignored(self, file: str, folder: bool = False) -> bool:
+        """Whether `ignorePaths` leaves this file (or, with `folder`, this folder: `tests/fixtures/` matches
+        the folder tests/fixtures itself) out."""
+        if self._ignored is None:
+            return False
         rel = self._relative(file)
-        return self._ignored is not None and rel is not None and self._ignored.match_file(rel)
+        return rel is not None and self._ignored.match_file(rel + "/" if folder and rel != "." else rel)
 
     def rule_excluded(self, rule: str, file: str) -> str | None:
         """Why `rule` does not run on `file` (its include / exclude globs), or None when it does."""
         specs = self._rule_specs.get(rule)
-        rel = self._relative(file)
-        if specs is None or rel is None:
+        rel = self._relative(file) if specs is not None else None
+        if rel is None:
             return None
         include, exclude = specs
         where = self.source or "the config file"

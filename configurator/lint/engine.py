@@ -20,7 +20,7 @@ from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.config import LintConfig, Settings
-from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all
+from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release
 from configurator.lint.load import Document, Problem
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
 
@@ -29,6 +29,7 @@ IGNORE_ALL_ANNOTATION = ANNOTATION_PREFIX + "ignore-all"  # "<reason>"
 IGNORE_CHECK_PREFIX = "ignore-check.vllm-configurator.io/"  # ignore-check.vllm-configurator.io/<rule>: "<reason>"
 GPU_ANNOTATION = ANNOTATION_PREFIX + "gpu"
 USED_ANNOTATION = ANNOTATION_PREFIX + "gpu-memory-used"
+MODEL_ANNOTATION = ANNOTATION_PREFIX + "model"  # the model a served name or local path stands for
 
 __all__ = ["CheckReport", "Finding", "LintConfig", "ObjectRef", "Options", "ServerReport", "Suppression", "evaluate"]
 
@@ -135,28 +136,54 @@ class Options:
 
 # -- model, GPU, release ------------------------------------------------------------------------------
 
-def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None) -> tuple[Any, str | None]:
-    if name in cache:
-        return cache[name]
+def _on_this_machine(name: str) -> bool:
+    """Whether a model name from a manifest happens to name a file or folder where `check` runs (`/models/llama`
+    on a machine that has one, `Qwen/Qwen3-8B` beside the manifests): the resolver would read it."""
+    try:
+        return Path(name).expanduser().exists()
+    except (OSError, ValueError):  # a name too long for a path, a NUL
+        return False
+
+
+def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None,
+           local_ok: bool = False) -> tuple[Any, str | None]:
+    """The ModelSpec a server's model name stands for, or (None, why). A name written in a manifest (or in
+    the vllm-configurator.io/model annotation) is never read from this machine's files: `/mnt/models` or a
+    PVC mount is a path inside the container, and a folder of the same name here is a coincidence. Only the
+    config's `models:` map (`local_ok`) and --model-config folders point at local files."""
+    key = (name, local_ok)
+    if key in cache:
+        return cache[key]
     from configurator.model.resolve import load_local, resolve_model
 
     result: tuple[Any, str | None]
     try:
         if resolver is not None:
             result = (resolver(name), None)
-            cache[name] = result
+            cache[key] = result
             return result
         for d in dirs:
             for cand in (Path(d) / (name.replace("/", "__") + ".json"), Path(d) / name / "config.json",
                          Path(d) / name.rsplit("/", 1)[-1] / "config.json"):
                 if cand.is_file():
                     result = (load_local(cand), None)
-                    cache[name] = result
+                    cache[key] = result
                     return result
-        result = (resolve_model(name, allow_hub=False), None)
+        if not local_ok and _on_this_machine(name):
+            from configurator.admission.models import catalog_resolver
+
+            try:  # the catalog alone: a Hub-shaped id that is also a folder here still finds its profile
+                result = (catalog_resolver(())(name), None)
+            except (ConfiguratorError, OSError, ValueError):
+                hint = (f"a path inside the container is not read from this machine; map it with `models: {{{name}: "
+                        f"<model id or config.json>}}` in .vllm-configurator.yaml, the {MODEL_ANNOTATION} "
+                        f"annotation, or --model-config")
+                result = (None, f"model '{name}' cannot be resolved offline: {hint}")
+        else:
+            result = (resolve_model(name, allow_hub=False), None)
     except (ConfiguratorError, OSError, ValueError) as e:  # ValueError: a local file that is not JSON
         result = (None, f"model '{name}' cannot be resolved offline: {e}")
-    cache[name] = result
+    cache[key] = result
     return result
 
 
@@ -189,23 +216,6 @@ def _gpu(server: Server, opts: Options, settings: Settings) -> tuple[Any, str]:
     return None, ""
 
 
-_VLLM_IN_TAG = re.compile(r"vllm[-_.]?v?(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE)
-_VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2})(?:$|[-+._])")
-
-
-def _image_version(image: str) -> tuple[str | None, str]:
-    """(the vLLM release an image tag names, the tag); None when it names none. `vllm/vllm-openai:v0.8.5`
-    -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None."""
-    last = image.rsplit("/", 1)[-1].split("@", 1)[0]
-    tag = last.partition(":")[2]
-    if not tag:
-        return None, "latest"
-    m = _VLLM_IN_TAG.search(tag)
-    if m is None and "vllm" in image.lower():
-        m = _VERSION_TAG.match(tag)
-    return (m.group(1) if m else None), tag
-
-
 def _release(server: Server, opts: Options) -> Release:
     """The vLLM release a server runs and where that came from; a tag outside the modelled range or
     naming no release is evaluated as the nearest modelled release, and the Release says so."""
@@ -213,7 +223,7 @@ def _release(server: Server, opts: Options) -> Release:
 
     chosen = opts.vllm_version
     image = server.image or ""
-    named, tag = _image_version(image) if image else (None, "latest")
+    named, tag = image_release(image) if image else (None, "latest")
     if named is None and server.env.get("VLLM_VERSION"):
         named, tag = server.env["VLLM_VERSION"], f"env VLLM_VERSION={server.env['VLLM_VERSION']}"
     if named is None:
@@ -261,6 +271,23 @@ def _request(model: Any, gpu: Any, version: str, flags: dict, used: int = 0) -> 
     return EstimateRequest(model=model, gpu=gpu.name if gpu.name != "custom" else None,
                            gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None,
                            vllm_version=version, flags=flags, gpu_memory_used=used)
+
+
+def _estimate_once(cache: dict, model: Any, gpu: Any, version: str, flags: dict, used: int = 0) -> Any:
+    """`estimate` for one (model, GPU, release, flags, memory in use) key, computed once per run: public
+    manifests repeat the same server many times (replicas of a chart, one Deployment per namespace), and
+    estimate is pure. A refusal (InputError) is remembered and raised again, like the first time."""
+    key = (id(model), gpu.name, gpu.total_bytes, version, repr(sorted(flags.items())), used)
+    hit = cache.get(key)
+    if hit is None:
+        try:
+            hit = (estimate(_request(model, gpu, version, flags, used)), None)
+        except InputError as e:
+            hit = (None, e)
+        cache[key] = hit
+    if hit[1] is not None:
+        raise hit[1]
+    return hit[0]
 
 
 def needed_bytes_per_gpu(result: Any) -> int:
@@ -394,6 +421,9 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     workload = load_workload(opts.workload) if opts.workload else None
     models: dict = {}
     catalog_cache: dict = {}
+    estimates: dict = {}  # (model, GPU, release, flags, used) -> estimate; models stay alive in `models`
+    gpus: dict = {}  # (GPU annotation, node labels, GPU resource) -> (GPU, where it came from)
+    releases: dict = {}  # (image, VLLM_VERSION env) -> Release
     found, not_understood = extract_all(docs)
     for nu in not_understood:
         out.add("not-understood", nu.reason, nu.loc, ObjectRef(kind=nu.kind, name=nu.name))
@@ -401,12 +431,30 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     for s in found:
         try:
             name = s.flags.get("model")
-            model_id = settings.model_for(str(name)) if name is not None else None
-            model, model_error = _model(model_id, dirs, models, opts.model_resolver) if model_id else (None, None)
+            # what the served name or path stands for: the config's models: map (may name a local config.json),
+            # else the workload's vllm-configurator.io/model annotation, else the name itself
+            model_id, local_ok = None, False
+            if name is not None:
+                model_id = settings.model_for(str(name))
+                local_ok = model_id != str(name)
+                if local_ok and model_id.startswith(("./", "../")) and settings.source \
+                        and (settings.base / model_id).exists():
+                    model_id = str(settings.base / model_id)  # a config.json named relative to the config file
+                if not local_ok and s.annotations.get(MODEL_ANNOTATION, "").strip():
+                    model_id = s.annotations[MODEL_ANNOTATION].strip()
+            model, model_error = _model(model_id, dirs, models, opts.model_resolver, local_ok) if model_id \
+                else (None, None)
             if name is None:
                 model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
-            gpu, gpu_source = _gpu(s, opts, settings)
-            release = _release(s, opts)
+            # both are pure in these inputs, and the same few values recur across a repository's servers
+            gpu_key = (s.annotations.get(GPU_ANNOTATION), repr(sorted(s.gpu_labels.items())), s.gpu_resource)
+            if gpu_key not in gpus:
+                gpus[gpu_key] = _gpu(s, opts, settings)
+            gpu, gpu_source = gpus[gpu_key]
+            release_key = (s.image, s.env.get("VLLM_VERSION"))
+            if release_key not in releases:
+                releases[release_key] = _release(s, opts)
+            release = releases[release_key]
             try:
                 version = behaviour(release.version).version
             except InputError:
@@ -421,7 +469,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                     except InputError:
                         used = 0
                 try:
-                    result = estimate(_request(model, gpu, version, flags, used))
+                    result = _estimate_once(estimates, model, gpu, version, flags, used)
                 except InputError as e:
                     est_error = str(e)
                 if result is not None and workload is not None and result.fits and result.memory.kv_cache_bytes > 0:

@@ -16,6 +16,7 @@ import itertools
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from configurator.errors import InputError
@@ -23,7 +24,7 @@ from configurator.hardware.labels import gpu_from_labels
 from configurator.k8s_quantity import QuantityError, quantity_bytes
 from configurator.lint.load import Document, Loc
 from configurator.lint.shape import MAX_BYTES, MAX_INT, Node, ShapeNote, describe
-from configurator.vllm.flags import BY_DEST, Flag, UnknownArg, convert, parse_args
+from configurator.vllm.flags import BY_DEST, Flag, ParsedArgs, UnknownArg, convert, parse_args
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 ANNOTATION_PREFIX = "vllm-configurator.io/"
@@ -32,6 +33,51 @@ MAX_SECONDS = (1 << 31) - 1  # probe fields are int32 in Kubernetes
 MAX_SCRIPT_CHARS = 1 << 20  # a `sh -c` script in args may be long; past 1 MiB it is not a real one
 MAX_BAD_FLAGS = 8  # flag values dropped (each a note) before a command is given up
 _VAR = re.compile(r"\$\((\w+)\)|\$\{(\w+)\}|\$(\w+)")
+
+
+_VLLM_IN_TAG = re.compile(r"vllm[-_.]?v?(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE)
+_VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2})(?:$|[-+._])")
+
+
+@lru_cache(maxsize=1024)
+def image_release(image: str) -> tuple[str | None, str]:
+    """(the vLLM release an image tag names, the tag); None when it names none. `vllm/vllm-openai:v0.8.5`
+    -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None."""
+    last = image.rsplit("/", 1)[-1].split("@", 1)[0]
+    tag = last.partition(":")[2]
+    if not tag:
+        return None, "latest"
+    m = _VLLM_IN_TAG.search(tag)
+    if m is None and "vllm" in image.lower():
+        m = _VERSION_TAG.match(tag)
+    return (m.group(1) if m else None), tag
+
+
+
+def flag_table_release(image: str | None, env: dict[str, str]) -> str | None:
+    """The release whose argument parser reads this server's command: the one its image tag names, else its
+    VLLM_VERSION env (None: the newest). A release outside the table reads as the nearest one in it
+    (configurator.vllm.args.table_version), as the engine evaluates it."""
+    named = image_release(image)[0] if image else None
+    named = named or env.get("VLLM_VERSION")
+    return _table_release(named) if named else None
+
+
+@lru_cache(maxsize=1024)
+def _table_release(named: str) -> str | None:
+    from configurator.vllm.args import table_version
+
+    try:
+        return table_version(named)
+    except InputError:
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(texts: tuple[str, ...], version: str | None) -> ParsedArgs:
+    """parse_args is pure in (tokens, release); manifests repeat the same command many times (replicas,
+    one Deployment per namespace), so each distinct command is read once. Errors are not cached."""
+    return parse_args(list(texts), version)
 
 
 @dataclass
@@ -76,6 +122,7 @@ class Server:
     unmodelled: list[tuple[str, Loc]] = field(default_factory=list)
     # tokens vLLM's parser would reject ("unrecognized arguments"), with their location
     unknown: list[tuple[UnknownArg, Loc]] = field(default_factory=list)
+    flags_release: str | None = None  # the release whose argument parser read the command (None: newest)
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -167,7 +214,8 @@ def set_flag(server: Server, node: Node, dest: str, loc: Loc | None = None) -> N
         server.notes.append(f"{flag.option}: expected a scalar value, got {describe(node.value)}")
         return
     try:
-        value = convert(flag, node.value if isinstance(node.value, bool) else text)
+        value = convert(flag, node.value if isinstance(node.value, bool) else text,
+                        flag_table_release(server.image, server.env))
     except (InputError, ValueError, OverflowError) as e:
         server.notes.append(str(e))
         return
@@ -195,11 +243,15 @@ def _drop_flag(tokens: list[Token], message: str) -> bool:
 
 def apply_tokens(server: Server, tokens: list[Token]) -> None:
     """Parse a vLLM command line into the server's flags (last wins), noting repeats, unmodelled
-    options and tokens vLLM would reject; a bad value is a note."""
+    options and tokens vLLM would reject; a bad value is a note. The command is read by the argument
+    parser of the server's own release (its image tag), not the newest: an option added later is
+    "unrecognized" there, as vLLM itself would say."""
     tokens = list(tokens)
+    version = flag_table_release(server.image, server.env)
+    server.flags_release = version
     for _ in range(MAX_BAD_FLAGS):
         try:
-            parsed = parse_args([t.text for t in tokens])
+            parsed = _parse_cached(tuple(t.text for t in tokens), version)
             break
         except (InputError, ValueError, OverflowError) as e:
             server.notes.append(str(e))
@@ -250,9 +302,21 @@ def argv_items(c: Node, key: str) -> list[tuple[Node, str]]:
     return out
 
 
+# Images whose name mentions vLLM but that run no vLLM server: this tool's own image (the webhook and
+# audit Deployments of charts/vllm-configurator-webhook run `vllm-configurator webhook ...`).
+NOT_VLLM_IMAGES = frozenset({"vllm-configurator"})
+
+
+def image_names_vllm(image: str) -> bool:
+    """Whether an image reference names vLLM (vllm/vllm-openai, rocm/vllm, .../vllm-runtime), this tool's
+    own image aside."""
+    repo = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
+    return repo not in NOT_VLLM_IMAGES and "vllm" in image.lower()
+
+
 def is_vllm(c: Node, argv: list[tuple[Node, str]]) -> bool:
     """Whether a container runs vLLM: its image or command names it."""
-    return "vllm" in (c.str("image") or "").lower() or any("vllm" in t.lower() for _, t in argv)
+    return image_names_vllm(c.str("image") or "") or any("vllm" in t.lower() for _, t in argv)
 
 
 def container_env(c: Node) -> dict[str, str]:

@@ -113,7 +113,11 @@ def fit_check(layout: KVCacheLayout, worker: Worker, limits: RequestLimits,
     if avail <= 0:
         return FitCheck(False, True, 0, avail, 0)
     needed = _needed(layout, limits, rules, bpb, worker.layer_ids)
-    est = estimate_max_model_len(layout, avail, limits, rules, bpb, worker.layer_ids)
+    # what a request needs never falls as its length grows, so when the full length fits the search would
+    # end at it: skip the ~17 probes (the common case; `check` on 2,000 manifests ran 22,091 of them)
+    fits_in_full = needed <= avail and limits.max_model_len >= 1
+    est = limits.max_model_len if fits_in_full else estimate_max_model_len(layout, avail, limits, rules, bpb,
+                                                                           worker.layer_ids)
     return FitCheck(needed <= avail, False, needed, avail, est)
 
 

@@ -7,6 +7,7 @@ All groups share one pool of blocks; a block is a slab of `group_size` layer pag
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from configurator.memory.kv_specs import (
     AttentionSpec,
@@ -52,8 +53,17 @@ class KVCacheLayout:
         vLLM: max over groups of the sum of that worker's member pages. Uniform full attention,
         Llama-2-7B fp16: 32 layers x 262,144 B = 8 MiB per 16-token block.
         """
-        return max((sum(s.page_size_bytes for lid, s in zip(g.layer_ids, g.member_specs, strict=False)
-                        if layer_ids is None or lid in layer_ids) for g in self.groups), default=0)
+        memo = self._bytes_per_block_memo
+        if layer_ids not in memo:
+            memo[layer_ids] = max((sum(s.page_size_bytes for lid, s in zip(g.layer_ids, g.member_specs, strict=False)
+                                       if layer_ids is None or lid in layer_ids) for g in self.groups), default=0)
+        return memo[layer_ids]
+
+    @cached_property
+    def _bytes_per_block_memo(self) -> dict[frozenset[int] | None, int]:
+        """bytes_per_block per worker layer set: the layout is frozen, and the fit check and the length search
+        ask the same question many times per estimate (a 2,000-manifest `check`: 4,620 sums over every layer)."""
+        return {}
 
     def blocks_per_request(self, limits: RequestLimits) -> int:
         """Blocks one request of max_model_len takes across all groups (vLLM 0.27+)."""
