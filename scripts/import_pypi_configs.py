@@ -46,9 +46,26 @@ Not in litgpt's data, so not emitted: `torch_dtype` (the reader then assumes bfl
 for a config without one), `tie_word_embeddings` (litgpt ties at checkpoint-conversion time, not in its
 config), vision towers of multimodal checkpoints (litgpt models the text decoder only).
 
+Second source: the `torchtune` wheel (`pip download torchtune==0.6.1 --no-deps`), files
+`torchtune/models/qwen2/_model_builders.py` and `torchtune/models/qwen2_5/_model_builders.py`: one
+builder function per size whose docstring names the Hub page it was written from and whose body is
+`return qwen2(<literal keyword arguments>)`. The file is parsed (not imported: it needs torch); only
+builders with exactly one cited Hub id and all-literal arguments are taken. Field map (qwen2() argument
+-> config.json key; `architectures` Qwen2ForCausalLM / `model_type` qwen2 from the component builder):
+
+    num_layers -> num_hidden_layers       embed_dim -> hidden_size
+    num_heads -> num_attention_heads      num_kv_heads -> num_key_value_heads
+    vocab_size -> vocab_size              intermediate_dim -> intermediate_size
+    max_seq_len -> max_position_embeddings
+    norm_eps -> rms_norm_eps              rope_base -> rope_theta
+    tie_word_embeddings -> tie_word_embeddings (qwen2()'s default False where the builder omits it)
+    attn_dropout -> attention_dropout
+
 Usage:
-    python scripts/import_pypi_configs.py WHEEL_OR_CONFIG_PY --list          # Hub ids in the table
-    python scripts/import_pypi_configs.py WHEEL_OR_CONFIG_PY ORG/NAME ...   # converted configs (JSON)
+    python scripts/import_pypi_configs.py WHEEL --list          # Hub ids in the table
+    python scripts/import_pypi_configs.py WHEEL ORG/NAME ...   # converted configs (JSON)
+    python scripts/import_pypi_configs.py WHEEL --compare      # converted vs the real configs we hold
+(WHEEL is litgpt-*.whl, or litgpt's config.py, or torchtune-*.whl; the name picks the field map.)
 """
 
 from __future__ import annotations
@@ -183,20 +200,129 @@ def cited_config_urls(text: str) -> dict[str, str]:
     return out
 
 
+TORCHTUNE_FILES = ("torchtune/models/qwen2/_model_builders.py", "torchtune/models/qwen2_5/_model_builders.py")
+TORCHTUNE_QWEN2_MAP = {
+    "num_layers": "num_hidden_layers", "embed_dim": "hidden_size", "num_heads": "num_attention_heads",
+    "num_kv_heads": "num_key_value_heads", "vocab_size": "vocab_size", "intermediate_dim": "intermediate_size",
+    "max_seq_len": "max_position_embeddings", "norm_eps": "rms_norm_eps", "rope_base": "rope_theta",
+    "tie_word_embeddings": "tie_word_embeddings", "attn_dropout": "attention_dropout",
+}
+
+
+def load_torchtune_qwen2(wheel: str) -> dict[str, tuple[str, str, dict]]:
+    """{hub_id: (path::builder, cited url, config)} for torchtune's literal qwen2() builders."""
+    import ast
+    import re
+
+    out: dict[str, tuple[str, str, dict]] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        for path in TORCHTUNE_FILES:
+            tree = ast.parse(zf.read(path).decode("utf-8"))
+            for fn in tree.body:
+                if not isinstance(fn, ast.FunctionDef):
+                    continue
+                urls = re.findall(r"https://huggingface.co/([\w.-]+/[\w.-]+)", ast.get_docstring(fn) or "")
+                rets = [n for n in fn.body if isinstance(n, ast.Return)]
+                if len(set(urls)) != 1 or not rets or not isinstance(rets[0].value, ast.Call):
+                    continue
+                call = rets[0].value
+                if ast.unparse(call.func) != "qwen2":
+                    continue
+                try:
+                    kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+                except ValueError:
+                    continue  # an argument that is not a literal: skip the builder
+                unknown = set(kw) - set(TORCHTUNE_QWEN2_MAP)
+                if unknown:
+                    raise ValueError(f"{path}::{fn.name}: no field map for {sorted(unknown)}")
+                cfg: dict = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}
+                cfg.update({TORCHTUNE_QWEN2_MAP[k]: v for k, v in kw.items()})
+                cfg.setdefault("tie_word_embeddings", False)  # qwen2()'s own default
+                out[urls[0]] = (f"{path}::{fn.name}", f"https://huggingface.co/{urls[0]}", cfg)
+    return out
+
+
+def load_litgpt(path: str) -> dict[str, tuple[str, str, dict]]:
+    """{hub_id: (entry name, cited url or '', config)} for every entry of litgpt's table."""
+    configs, config_cls = load_litgpt_configs(path)
+    p = Path(path)
+    text = zipfile.ZipFile(p).read(SOURCE_PATH).decode("utf-8") if p.suffix == ".whl" else p.read_text("utf-8")
+    urls = cited_config_urls(text)
+    out: dict[str, tuple[str, str, dict]] = {}
+    for e in configs:
+        hid = hub_id(e)
+        cited = next((u for t, u in urls.items() if _template_matches(t, hid)), "")
+        if not cited and hid.endswith("-it"):  # litgpt appends -it to each Gemma entry after the fact
+            cited = next((u for t, u in urls.items() if t == hid.removesuffix("-it")), "")
+        try:
+            out[hid] = (e["name"], cited, convert(e, config_cls))
+        except ValueError:
+            continue  # an architecture the field map does not cover (GPT-NeoX, Phi, ...): left out
+    return out
+
+
+def _template_matches(template: str, hid: str) -> bool:
+    import re
+
+    return re.fullmatch(re.escape(template).replace(r"\{\}", ".*"), hid) is not None
+
+
+def load_source(path: str) -> dict[str, tuple[str, str, dict]]:
+    return load_torchtune_qwen2(path) if Path(path).name.startswith("torchtune") else load_litgpt(path)
+
+
+COMPARED = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "num_kv_heads",
+            "head_dim", "vocab_size", "tie_word_embeddings", "dtype")
+
+
+def compare(table: dict[str, tuple[str, str, dict]]) -> int:
+    """Check the field map: convert every id that already has a real config in profiles/models/
+    (built-in profiles and catalog entries not themselves converted) and print where the two differ
+    in what the reader takes from them (geometry, per-layer attention kind and window, context)."""
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root))
+    from configurator.model.hf_config import read_model_spec
+
+    real: dict[str, dict] = {}
+    for f in sorted((root / "profiles" / "models").glob("*.json")):
+        d = json.loads(f.read_text("utf-8"))
+        if "config" in d:  # derived profiles carry only config_overrides
+            real[d["hf_id"]] = d["config"]
+    for f in sorted((root / "profiles" / "models" / "catalog").glob("*.json")):
+        for m in json.loads(f.read_text("utf-8"))["models"]:
+            if not str(m.get("config_source", "")).startswith("converted"):
+                real[m["hf_id"]] = m["config"]
+    for hid in sorted(set(table) & set(real)):
+        a = read_model_spec(table[hid][2], name=hid)
+        b = read_model_spec(real[hid], name=hid)
+        diff = {k: (getattr(a, k), getattr(b, k)) for k in COMPARED if getattr(a, k) != getattr(b, k)}
+        la = [(g.kind, g.num_kv_heads, g.head_size, g.window) for g in a.layers]
+        lb = [(g.kind, g.num_kv_heads, g.head_size, g.window) for g in b.layers]
+        if la != lb:
+            diff["layers"] = "differ"
+        key = "max_position_embeddings"
+        ma, mb = dict(a.max_len_keys).get(key), dict(b.max_len_keys).get(key)
+        if ma != mb:
+            diff[key] = (ma, mb)
+        print(hid, "converted vs real:", diff or "same")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(__doc__)
         return 2
-    configs, Config = load_litgpt_configs(argv[0])
-    by_id = {hub_id(e): e for e in configs}
+    table = load_source(argv[0])
+    if argv[1] == "--compare":
+        return compare(table)
     if argv[1] == "--list":
-        print("\n".join(sorted(by_id)))
+        print("\n".join(sorted(table)))
         return 0
-    missing = [i for i in argv[1:] if i not in by_id]
+    missing = [i for i in argv[1:] if i not in table]
     if missing:
-        print(f"not in litgpt's table: {', '.join(missing)}", file=sys.stderr)
+        print(f"not in the source's table: {', '.join(missing)}", file=sys.stderr)
         return 1
-    print(json.dumps({i: {"litgpt_name": by_id[i]["name"], "config": convert(by_id[i], Config)}
+    print(json.dumps({i: {"entry": table[i][0], "cites": table[i][1], "config": table[i][2]}
                       for i in argv[1:]}, indent=1))
     return 0
 
