@@ -61,11 +61,23 @@ builders with exactly one cited Hub id and all-literal arguments are taken. Fiel
     tie_word_embeddings -> tie_word_embeddings (qwen2()'s default False where the builder omits it)
     attn_dropout -> attention_dropout
 
+Third source (not a wheel): transformers' own Gemma 3 conversion script, which builds the config that
+`save_pretrained` writes as each Hub checkpoint's config.json:
+github:huggingface/transformers/src/transformers/models/gemma3/convert_gemma3_weights.py
+@c1a83acdb3fd77f2e897215d94a5ceaf05c885f1 (read through the code index, id 2209642381). Its `_VARIANTS`
+dict holds `Gemma3Config(text_config=Gemma3TextConfig(<kwargs>), vision_config=_VISION_CONFIG)` per
+size. The file is parsed with `ast` (constants and `*`, `//`, `+` of constants only) and the keyword
+arguments are written as they are (they already are config.json keys); keys the script leaves to the
+class defaults stay absent, and the reader applies the same transformers defaults
+(`TRANSFORMERS_DEFAULTS['gemma3_text']`). Text-only variants (270m, 1b) are saved by the script as
+Gemma3ForCausalLM, the others as Gemma3ForConditionalGeneration; `architectures` / `model_type` follow.
+
 Usage:
     python scripts/import_pypi_configs.py WHEEL --list          # Hub ids in the table
     python scripts/import_pypi_configs.py WHEEL ORG/NAME ...   # converted configs (JSON)
     python scripts/import_pypi_configs.py WHEEL --compare      # converted vs the real configs we hold
-(WHEEL is litgpt-*.whl, or litgpt's config.py, or torchtune-*.whl; the name picks the field map.)
+(WHEEL is litgpt-*.whl, or litgpt's config.py, or torchtune-*.whl, or convert_gemma3_weights.py;
+the name picks the field map; GEMMA3_HUB_IDS names the Hub ids of each Gemma 3 variant.)
 """
 
 from __future__ import annotations
@@ -267,8 +279,68 @@ def _template_matches(template: str, hid: str) -> bool:
     return re.fullmatch(re.escape(template).replace(r"\{\}", ".*"), hid) is not None
 
 
+def _literal(node, names: dict):
+    """ast.literal_eval plus names bound earlier in the file and +, *, // of constants."""
+    import ast
+
+    if isinstance(node, ast.Name):
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult | ast.FloorDiv):
+        a, b = _literal(node.left, names), _literal(node.right, names)
+        return a + b if isinstance(node.op, ast.Add) else a * b if isinstance(node.op, ast.Mult) else a // b
+    if isinstance(node, ast.Dict):
+        return {_literal(k, names): _literal(v, names) for k, v in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal(e, names) for e in node.elts)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+        return {"__class__": node.func.id, **{k.arg: _literal(k.value, names) for k in node.keywords}}
+    return ast.literal_eval(node)
+
+
+# The script converts a size's pretrained and instruction-tuned checkpoints with the same variant (its
+# docstring converts `gemma3_4b_pt_orbax`; --include_chat_template is 'for instruction tuned models').
+GEMMA3_HUB_IDS = {
+    "gemma3_270m": ("google/gemma-3-270m", "google/gemma-3-270m-it"),
+    "gemma3_1b": ("google/gemma-3-1b-pt", "google/gemma-3-1b-it"),
+    "gemma3_4b": ("google/gemma-3-4b-pt", "google/gemma-3-4b-it"),
+    "gemma3_12b": ("google/gemma-3-12b-pt", "google/gemma-3-12b-it"),
+    "gemma3_27b": ("google/gemma-3-27b-pt", "google/gemma-3-27b-it"),
+}
+
+
+def load_transformers_gemma3(path: str) -> dict[str, tuple[str, str, dict]]:
+    """{hub_id: (variant, '', config.json form)} from convert_gemma3_weights.py's _VARIANTS."""
+    import ast
+
+    names: dict = {}
+    for node in ast.parse(Path(path).read_text("utf-8")).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            target = node.targets[0].id
+            if target.startswith("_VARIANT") or target in ("_VISION_CONFIG", "_TEXT_ONLY_VARIANTS"):
+                names[target] = _literal(node.value, names)
+    out: dict[str, tuple[str, str, dict]] = {}
+    for variant, cfg in names["_VARIANTS"].items():
+        text = {k: v for k, v in cfg["text_config"].items() if k != "__class__"}
+        if variant in names["_TEXT_ONLY_VARIANTS"]:
+            if text.get("use_bidirectional_attention"):
+                continue  # EmbeddingGemma: an encoder, not served for generation
+            conf = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", **text}
+        else:
+            conf = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+                    "text_config": {"model_type": "gemma3_text", **text},
+                    "vision_config": {"model_type": "siglip_vision_model", **cfg["vision_config"]}}
+        for hid in GEMMA3_HUB_IDS[variant]:
+            out[hid] = (variant, "", conf)
+    return out
+
+
 def load_source(path: str) -> dict[str, tuple[str, str, dict]]:
-    return load_torchtune_qwen2(path) if Path(path).name.startswith("torchtune") else load_litgpt(path)
+    name = Path(path).name
+    if name.startswith("torchtune"):
+        return load_torchtune_qwen2(path)
+    if name.startswith("convert_gemma3"):
+        return load_transformers_gemma3(path)
+    return load_litgpt(path)
 
 
 COMPARED = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads", "num_kv_heads",
