@@ -82,6 +82,7 @@ the name picks the field map; GEMMA3_HUB_IDS names the Hub ids of each Gemma 3 v
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import types
@@ -292,6 +293,8 @@ def _literal(node, names: dict):
         return {_literal(k, names): _literal(v, names) for k, v in zip(node.keys, node.values, strict=True)}
     if isinstance(node, ast.Tuple):
         return tuple(_literal(e, names) for e in node.elts)
+    if isinstance(node, ast.List):
+        return [_literal(e, names) for e in node.elts]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
         return {"__class__": node.func.id, **{k.arg: _literal(k.value, names) for k in node.keywords}}
     return ast.literal_eval(node)
@@ -334,8 +337,87 @@ def load_transformers_gemma3(path: str) -> dict[str, tuple[str, str, dict]]:
     return out
 
 
-def load_source(path: str) -> dict[str, tuple[str, str, dict]]:
+# Hub ids per Gemma 4 variant: the script converts the instruction-tuned checkpoints (its docstring:
+# gemma_e2b_it_orbax -> --variant gemma-4-e2b; chat templates from the gemma-4-E4B-it / gemma-4-31B-it
+# repos); the pretrained checkpoint of a size has the same architecture and is listed as an alias.
+GEMMA4_HUB_IDS = {
+    "gemma-4-e2b": "google/gemma-4-E2B-it",
+    "gemma-4-e4b": "google/gemma-4-E4B-it",
+    "gemma-4-31b": "google/gemma-4-31B-it",
+    "gemma-4-26b-a4b": "google/gemma-4-26B-A4B-it",
+}
+
+
+def class_defaults(wheel: str, member: str) -> dict[str, dict]:
+    """{class name: {field: default}} for the literal class-level defaults of a configuration module in
+    a transformers wheel (dataclass-style configs, transformers 5.x), plus each class's model_type."""
+    import ast
+
+    with zipfile.ZipFile(wheel) as zf:
+        tree = ast.parse(zf.read(member).decode("utf-8"))
+    out: dict[str, dict] = {}
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        fields: dict = {}
+        for node in cls.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                with contextlib.suppress(ValueError):
+                    fields[node.target.id] = ast.literal_eval(node.value)
+            elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                  and node.targets[0].id == "model_type"):
+                fields["model_type"] = ast.literal_eval(node.value)
+        out[cls.name] = fields
+    return out
+
+
+def _module_constants(path: str) -> dict:
+    import ast
+
+    names: dict = {}
+    for node in ast.parse(Path(path).read_text("utf-8")).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and node.value is not None:
+            with contextlib.suppress(ValueError, KeyError, TypeError):  # not a constant: not needed
+                names[target.id] = _literal(node.value, names)
+    return names
+
+
+def _with_defaults(call: dict | None, defaults: dict[str, dict]) -> dict | None:
+    """A `Class(**kwargs)` read by _literal -> the class's literal defaults overlaid by the kwargs."""
+    if call is None:
+        return None
+    fields = dict(defaults.get(call["__class__"], {}))
+    fields.update({k: v for k, v in call.items() if k != "__class__"})
+    for k, v in fields.items():  # RopeParameters(...) and similar typed dicts: plain dicts
+        if isinstance(v, dict):
+            fields[k] = {kk: ({x: y for x, y in vv.items() if x != "__class__"} if isinstance(vv, dict) else vv)
+                         for kk, vv in v.items() if kk != "__class__"}
+    return fields
+
+
+def load_transformers_gemma4(path: str, defaults_wheel: str) -> dict[str, tuple[str, str, dict]]:
+    """{hub_id: (variant, '', config.json form)}: convert_gemma4_weights.py's _VARIANTS, each Gemma4*Config
+    call completed with that class's defaults from the transformers wheel (what save_pretrained writes)."""
+    names = _module_constants(path)
+    defaults = class_defaults(defaults_wheel, "transformers/models/gemma4/configuration_gemma4.py")
+    out: dict[str, tuple[str, str, dict]] = {}
+    for variant, top in names["_VARIANTS"].items():
+        conf = _with_defaults({k: v for k, v in top.items() if not k.endswith("_config")}, defaults) or {}
+        conf["architectures"] = ["Gemma4ForConditionalGeneration"]
+        for key in ("text_config", "vision_config", "audio_config"):
+            conf[key] = _with_defaults(top.get(key), defaults)
+        out[GEMMA4_HUB_IDS[variant]] = (variant, "", conf)
+    return out
+
+
+def load_source(path: str, defaults_wheel: str | None = None) -> dict[str, tuple[str, str, dict]]:
     name = Path(path).name
+    if name.startswith("convert_gemma4"):
+        if not defaults_wheel:
+            raise SystemExit("convert_gemma4_weights.py needs --defaults transformers-5.5.0-py3-none-any.whl")
+        return load_transformers_gemma4(path, defaults_wheel)
     if name.startswith("torchtune"):
         return load_torchtune_qwen2(path)
     if name.startswith("convert_gemma3"):
@@ -364,9 +446,13 @@ def compare(table: dict[str, tuple[str, str, dict]]) -> int:
         for m in json.loads(f.read_text("utf-8"))["models"]:
             if not str(m.get("config_source", "")).startswith("converted"):
                 real[m["hf_id"]] = m["config"]
-    for hid in sorted(set(table) & set(real)):
+    # an instruction-tuned id is also checked against its pretrained sibling's real config, where only
+    # that one is held (same architecture: Gemma 3 / 4 convert both with one variant)
+    pairs = sorted((hid, hid if hid in real else hid.removesuffix("-it")) for hid in table
+                   if hid in real or hid.removesuffix("-it") in real)
+    for hid, ref in pairs:
         a = read_model_spec(table[hid][2], name=hid)
-        b = read_model_spec(real[hid], name=hid)
+        b = read_model_spec(real[ref], name=ref)
         diff = {k: (getattr(a, k), getattr(b, k)) for k in COMPARED if getattr(a, k) != getattr(b, k)}
         la = [(g.kind, g.num_kv_heads, g.head_size, g.window) for g in a.layers]
         lb = [(g.kind, g.num_kv_heads, g.head_size, g.window) for g in b.layers]
@@ -376,7 +462,7 @@ def compare(table: dict[str, tuple[str, str, dict]]) -> int:
         ma, mb = dict(a.max_len_keys).get(key), dict(b.max_len_keys).get(key)
         if ma != mb:
             diff[key] = (ma, mb)
-        print(hid, "converted vs real:", diff or "same")
+        print(hid, "converted vs real" + ("" if ref == hid else f" {ref}") + ":", diff or "same")
     return 0
 
 
@@ -384,7 +470,10 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(__doc__)
         return 2
-    table = load_source(argv[0])
+    defaults = None
+    if argv[1] == "--defaults":
+        defaults, argv = argv[2], [argv[0], *argv[3:]]
+    table = load_source(argv[0], defaults)
     if argv[1] == "--compare":
         return compare(table)
     if argv[1] == "--list":
