@@ -17,7 +17,7 @@ Field map (litgpt `Config` attribute -> config.json key); nothing else is emitte
     head_size               -> head_dim
     padded_vocab_size       -> vocab_size (the embedding's row count; litgpt's vocab_size is the
                                tokenizer's, padded_vocab_size is the checkpoint's matrix)
-    block_size              -> max_position_embeddings
+    block_size              -> max_position_embeddings (only where the entry sets it)
     intermediate_size       -> intermediate_size
     moe_intermediate_size   -> moe_intermediate_size
     n_expert                -> num_experts (Qwen MoE) / num_local_experts (Mixtral)
@@ -155,9 +155,13 @@ def convert(entry: dict, Config: type) -> dict:
         "num_key_value_heads": c.n_query_groups,
         "head_dim": c.head_size,
         "vocab_size": c.padded_vocab_size,
-        "max_position_embeddings": c.block_size,
         "intermediate_size": c.intermediate_size,
     }
+    # Geometry defaults are litgpt's statement of the architecture (its model loads the real weights
+    # with them); block_size is not checked by loading weights, so its class default (4096) is not
+    # taken as the model's context: emitted only where the entry sets it.
+    if "block_size" in entry:
+        out["max_position_embeddings"] = c.block_size
     # not memory-relevant; emitted only where the entry sets them (litgpt's class defaults, 1e-5 and
     # 10000, are not each model's value: Gemma's eps is 1e-6)
     if "norm_eps" in entry:
