@@ -10,8 +10,9 @@ free memory below the request, weights that do not load.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from configurator.estimate.features import FeatureMemory, plan_features
 from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
@@ -47,6 +48,8 @@ class Budget:
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     derivation: tuple[str, ...] = ()
+    # optional features (LoRA slots, ...): already inside weights_bytes and the overheads
+    features: FeatureMemory = field(default_factory=FeatureMemory)
 
 
 def coefficients_for(version: str) -> OverheadCoefficients:
@@ -126,6 +129,10 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     stages = pp_layer_split(model.num_hidden_layers, pp)
     w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype)
     weights = max(0, w.per_rank_bytes - int(float(f.get("cpu_offload_gb") or 0) * GiB))
+    # optional features (configurator/estimate/features.py): LoRA slots load with the weights
+    feats = plan_features(model, f, version=b.version, dtype=inp.dtype, tp=tp, layers=stages[-1],
+                          num_tokens=inp.mnbt)
+    weights += feats.weights_bytes
     tc = model.text_config
     ov = estimate_overheads(
         hidden_size=model.hidden_size, intermediate_size=model.intermediate_size,
@@ -140,6 +147,9 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         if inp.is_moe else 0,
         num_capture_sizes=len(cudagraph_capture_sizes(b, inp.gpu, inp.max_num_seqs, inp.mnbt)))
     other = ov.runner_bytes if b.accounting == "consumed" else 0
+    if feats.activation_bytes:
+        ov = replace(ov, activation_bytes=ov.activation_bytes + feats.activation_bytes)
+    derivation += feats.lines()
     if cal is not None:
         weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other)
         derivation.append(line)
@@ -167,4 +177,4 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     return Budget(total_bytes=total, requested_bytes=requested, weights=w, weights_bytes=weights, overheads=ov,
                   other_bytes=other, available_bytes=available, free_bytes=free, kv_bytes_flag=kv_bytes_flag,
                   stages=tuple(stages), weights_oom=weights_oom, calibrated=cal is not None, errors=tuple(errors),
-                  warnings=tuple(warnings), derivation=tuple(derivation))
+                  warnings=tuple(warnings), derivation=tuple(derivation), features=feats)
