@@ -123,3 +123,74 @@ def test_dev2_lora_record_weights_within_5_percent():
         res = estimate(EstimateRequest(model=model, gpu_memory="121G", vllm_version=version, flags=flags))
         logged = r["model_loading_gib"] * GiB
         assert abs(res.memory.weights_bytes / logged - 1) < 0.05, (r["id"], res.memory.weights_bytes / GiB)
+
+
+# ---- speculative decoding (vllm/config/speculative.py, 0.33.0) ----------------------------------
+
+def _spec(cfg: dict) -> dict:
+    return {"max_model_len": 8192, "speculative_config": json.dumps(cfg)}
+
+
+def test_ngram_adds_no_weights_and_no_kv():
+    base = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192}, "0.33.0")
+    ng = _est("meta-llama/Llama-3.1-8B-Instruct", _spec({"method": "ngram", "num_speculative_tokens": 3}), "0.33.0")
+    assert ng.memory.weights_bytes == base.memory.weights_bytes
+    assert ng.kv_cache.bytes_per_token == base.kv_cache.bytes_per_token
+    assert any(x.startswith("speculative decoding (ngram, 3 speculative tokens)") for x in ng.derivation)
+
+
+def test_draft_model_adds_its_weights_and_kv_layers():
+    base = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192}, "0.33.0")
+    d = _est("meta-llama/Llama-3.1-8B-Instruct",
+             _spec({"model": "meta-llama/Llama-3.2-3B-Instruct", "num_speculative_tokens": 4}), "0.33.0")
+    # Llama-3.2-3B: 28 layers x 2 x 8 KV heads x 128 x 2 B = 114,688 B per token more
+    assert d.kv_cache.bytes_per_token - base.kv_cache.bytes_per_token == 28 * 2 * 8 * 128 * 2
+    assert 5.5 * GiB < d.memory.weights_bytes - base.memory.weights_bytes < 6.5 * GiB
+    assert d.kv_cache.tokens < base.kv_cache.tokens
+    assert any("draft meta-llama/Llama-3.2-3B-Instruct" in x for x in d.derivation)
+
+
+def test_eagle_head_shares_the_targets_embeddings(tmp_path):
+    # an EAGLE-1 head: one decoder layer (config of the shape vLLM's LlamaForCausalLMEagle reads)
+    cfg = {"architectures": ["LlamaForCausalLMEagle"], "model_type": "llama", "hidden_size": 4096,
+           "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "num_hidden_layers": 1, "vocab_size": 128256, "max_position_embeddings": 8192,
+           "torch_dtype": "bfloat16", "rms_norm_eps": 1e-5, "rope_theta": 500000.0}
+    path = tmp_path / "eagle-head" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(cfg))
+    base = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192}, "0.33.0")
+    e = _est("meta-llama/Llama-3.1-8B-Instruct",
+             _spec({"method": "eagle", "model": str(path.parent), "num_speculative_tokens": 3}), "0.33.0")
+    layer = 4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 14336  # one layer's linear params, no embeddings
+    added = e.memory.weights_bytes - base.memory.weights_bytes
+    assert layer * 2 <= added < layer * 2 * 1.05
+    assert e.kv_cache.bytes_per_token - base.kv_cache.bytes_per_token == 2 * 8 * 128 * 2
+
+
+def test_mtp_reuses_the_targets_layer_shape_and_grows_state():
+    base = _est("Qwen/Qwen3.5-27B", {"max_model_len": 8192}, "0.33.0")
+    m = _est("Qwen/Qwen3.5-27B", _spec({"method": "mtp", "num_speculative_tokens": 2}), "0.33.0")
+    assert m.memory.weights_bytes > base.memory.weights_bytes
+    assert m.kv_cache.bytes_per_token > base.kv_cache.bytes_per_token  # one more full-attention layer
+    assert m.kv_cache.state_bytes_per_sequence > base.kv_cache.state_bytes_per_sequence  # conv state + k tokens
+    assert any(x.startswith("speculative decoding (mtp, 2 speculative tokens)") for x in m.derivation)
+
+
+def test_unknown_draft_is_a_warning_not_a_crash():
+    r = _est("meta-llama/Llama-3.1-8B-Instruct",
+             _spec({"model": "nobody/not-a-real-draft-xyz", "num_speculative_tokens": 2}), "0.33.0")
+    assert any("could not be loaded" in w for w in r.warnings)
+
+
+def test_spec_capture_sizes_round_to_multiples():
+    from configurator.estimate.features import spec_capture_sizes
+    assert spec_capture_sizes([1, 2, 4, 8, 16], 3) == [4, 8, 16]
+    assert spec_capture_sizes([1, 2], 3) == []  # vLLM raises: no valid size
+    assert spec_capture_sizes([1, 2, 4], 3) == [4]
+
+
+def test_spec_flag_is_modelled():
+    p = parse_args(["vllm", "serve", "m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}'],
+                   "0.33.0")
+    assert p.unmodelled == () and "speculative_config" in p.flags

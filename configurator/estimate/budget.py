@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from configurator.estimate.features import FeatureMemory, plan_features
+from configurator.estimate.features import FeatureMemory, plan_features, spec_capture_sizes
 from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
@@ -113,6 +113,17 @@ def apply_calibration(cal: CalibrationLike, inp: Inputs, weights: int, ov: Overh
                             cudagraph_bytes=graphs), 0, line
 
 
+def capture_sizes(inp: Inputs) -> list[int]:
+    """The CUDA-graph capture sizes; with speculative decoding the decode ceiling is max_num_seqs x (1 + k) x 2
+    and, on model runner V1, every size is a multiple of 1 + k (vllm/config/vllm.py _set_cudagraph_sizes,
+    compilation.py adjust_cudagraph_sizes_for_spec_decode, 0.33.0)."""
+    if inp.spec is None:
+        return cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs, inp.mnbt)
+    q = 1 + inp.spec.num_speculative_tokens
+    sizes = cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs * q, inp.mnbt)
+    return sizes if inp.v2 else spec_capture_sizes(sizes, inp.spec.num_speculative_tokens)
+
+
 def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     """The per-GPU budget for the resolved inputs."""
     f, b, model, tp, pp = inp.flags, inp.b, inp.model, inp.tp, inp.pp
@@ -131,7 +142,7 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     weights = max(0, w.per_rank_bytes - int(float(f.get("cpu_offload_gb") or 0) * GiB))
     # optional features (configurator/estimate/features.py): LoRA slots load with the weights
     feats = plan_features(model, f, version=b.version, dtype=inp.dtype, tp=tp, layers=stages[-1],
-                          num_tokens=inp.mnbt)
+                          num_tokens=inp.mnbt, spec=inp.spec)
     weights += feats.weights_bytes
     tc = model.text_config
     ov = estimate_overheads(
@@ -145,11 +156,13 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         moe_intermediate_size=int(tc.get("moe_intermediate_size") or 0) if inp.is_moe else 0,
         experts_per_token=int(tc.get("num_experts_per_tok") or tc.get("top_k_experts") or tc.get("moe_topk") or 0)
         if inp.is_moe else 0,
-        num_capture_sizes=len(cudagraph_capture_sizes(b, inp.gpu, inp.max_num_seqs, inp.mnbt)))
+        num_capture_sizes=len(capture_sizes(inp)))
     other = ov.runner_bytes if b.accounting == "consumed" else 0
     if feats.activation_bytes:
         ov = replace(ov, activation_bytes=ov.activation_bytes + feats.activation_bytes)
     derivation += feats.lines()
+    if inp.spec is not None and inp.spec.warning:
+        warnings.append(f"--speculative-config: {inp.spec.warning}")
     if cal is not None:
         weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other)
         derivation.append(line)

@@ -1,17 +1,20 @@
-"""Stage 2a, features: which optional engine features apply, and the memory each adds (with its line).
+"""Stage 1a / 2a, features: which optional engine features apply, and the memory each adds (with its line).
 
 Resolves --enable-lora and its options into the LoRA adapter slots vLLM preallocates (counted in
-"Model loading took", like the weights) and the LoRA kernels' buffers in the profiling run. The
-arithmetic lives in configurator/memory/features.py; this stage reads the model description and the
-release, and says in words what it added.
+"Model loading took", like the weights) and the LoRA kernels' buffers in the profiling run; and
+--speculative-config into the draft's weights (also inside "Model loading took"), the draft's
+attention layers (their KV joins the same pool) and the speculative tokens' effect on CUDA-graph
+capture sizes and recurrent state. The arithmetic lives in configurator/memory/features.py; this
+stage reads the model description and the release, and says in words what it added.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 from typing import Any
 
-from configurator.errors import InputError
+from configurator.errors import InputError, NotFoundError
 from configurator.memory.features import (
     Linear,
     LoraSettings,
@@ -21,7 +24,8 @@ from configurator.memory.features import (
     moe_lora_bytes,
 )
 from configurator.memory.kv_dtype import DTYPE_BYTES
-from configurator.model.spec import ModelSpec
+from configurator.memory.weights import count_params, weight_bytes
+from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv, human_bytes
 
 # vllm/config/lora.py MaxLoRARanks (0.25.0, 0.33.0): the ranks --max-lora-rank accepts
@@ -59,14 +63,43 @@ class LoraPlan:
 
 
 @dataclass(frozen=True)
+class SpecPlan:
+    """--speculative-config resolved (vllm/config/speculative.py SpeculativeConfig, 0.33.0)."""
+
+    method: str  # ngram | suffix | eagle | eagle3 | mtp | draft_model | dflash | ...
+    num_speculative_tokens: int
+    draft: str | None  # the draft model id or path; None for ngram / suffix / MTP (the target's own layers)
+    weights_bytes: int  # the drafter's weights on this rank, loaded inside "Model loading took"
+    kv_layers: tuple[LayerGeometry, ...] = ()  # the drafter's attention layers: their KV joins the pool
+    draft_model: ModelSpec | None = None  # the model those layers' KV shapes come from
+    weights_note: str = ""
+    warning: str | None = None  # the draft could not be loaded: its weights and KV are left out
+
+    def line(self) -> str:
+        k = self.num_speculative_tokens
+        head = f"speculative decoding ({self.method}, {k} speculative token{'s' if k != 1 else ''}"
+        head += f", draft {self.draft})" if self.draft else ")"
+        if self.warning:
+            return f"{head}: {self.warning}"
+        if not self.weights_bytes and not self.kv_layers:
+            return (f"{head}: no draft weights and no draft KV; each request may hold {k} lookahead slot"
+                    f"{'s' if k != 1 else ''} and decode CUDA graphs are captured at multiples of {k + 1} tokens")
+        return (f"{head}: draft weights {human_bytes(self.weights_bytes)} per GPU{self.weights_note}, counted in "
+                f"'Model loading took'; the draft's {len(self.kv_layers)} attention layer"
+                f"{'s keep' if len(self.kv_layers) != 1 else ' keeps'} KV in the same pool (more bytes per token); "
+                f"decode CUDA graphs are captured at multiples of {k + 1} tokens")
+
+
+@dataclass(frozen=True)
 class FeatureMemory:
     """What the optional features add, per GPU on the tightest rank, and how it is explained."""
 
     lora: LoraPlan | None = None
+    spec: SpecPlan | None = None
 
     @property
     def weights_bytes(self) -> int:
-        return self.lora.weights_bytes if self.lora else 0
+        return (self.lora.weights_bytes if self.lora else 0) + (self.spec.weights_bytes if self.spec else 0)
 
     @property
     def activation_bytes(self) -> int:
@@ -84,6 +117,8 @@ class FeatureMemory:
                        f"counted in 'Model loading took'; the profiling run's LoRA kernel buffers add "
                        f"{human_bytes(self.lora.activation_bytes)}; --max-cpu-loras {self.lora.max_cpu_loras} "
                        f"is host memory only")
+        if self.spec:
+            out.append(self.spec.line())
         return out
 
 
@@ -225,7 +260,126 @@ def plan_lora(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: s
 
 
 def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: str, tp: int, layers: range,
-                  num_tokens: int) -> FeatureMemory:
-    """Every modelled feature for one rank holding `layers`."""
+                  num_tokens: int, spec: SpecPlan | None = None) -> FeatureMemory:
+    """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs)."""
     return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
-                                        num_tokens=num_tokens))
+                                        num_tokens=num_tokens), spec=spec)
+
+
+# vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's
+# own multi-token-prediction layers; every *_mtp type maps to method "mtp".
+NO_WEIGHT_METHODS = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class"})
+
+
+def _spec_dict(raw: Any) -> dict:
+    """--speculative-config as vLLM takes it: a JSON object (argparse type json.loads)."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        d = json.loads(str(raw))
+    except ValueError:
+        raise InputError(f"--speculative-config: expected a JSON object, got {str(raw)[:60]!r}") from None
+    if not isinstance(d, dict):
+        raise InputError(f"--speculative-config: expected a JSON object, got {str(raw)[:60]!r}")
+    return d
+
+
+def _mtp_layers(model: ModelSpec) -> int:
+    """How many MTP layers the checkpoint has: num_nextn_predict_layers (DeepSeek, GLM, MiMo) or
+    mtp_num_hidden_layers (Qwen3-Next / Qwen3.5), as vllm/config/speculative.py reads n_predict."""
+    c = model.text_config
+    return int(c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or 0)
+
+
+def _last_attention_layer(model: ModelSpec) -> LayerGeometry | None:
+    attn = [g for g in model.layers if g.kind in ("full", "mla")] or [g for g in model.layers if g.kind != "mamba"]
+    return attn[-1] if attn else None
+
+
+def plan_speculative(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, quantization: str | None,
+                     resolve: Any) -> SpecPlan | None:
+    """--speculative-config -> the drafter (None without it). `resolve` loads a draft model by id or path
+    (configurator.model.resolve.resolve_model); a draft it cannot load raises InputError."""
+    raw = flags.get("speculative_config")
+    if raw in (None, "", "{}"):
+        return None
+    d = _spec_dict(raw)
+    if not d:
+        return None
+    method = str(d.get("method") or "").lower() or None
+    draft = d.get("model")
+    k = d.get("num_speculative_tokens")
+    # SpeculativeConfig.__post_init__ (0.33.0): no method -> "ngram" for model "ngram", else by the draft's name
+    # ("eagle-" -> eagle, "eagle3" -> eagle3) or config model_type (*_mtp -> mtp), else "draft_model"
+    if method is None and draft in ("ngram", "[ngram]"):
+        method = "ngram"
+    if method and method.endswith("_mtp"):
+        method = "mtp"  # deprecated spellings, "replaced with mtp"
+    if method in NO_WEIGHT_METHODS:
+        if not isinstance(k, int) or k < 1:
+            raise InputError(f"--speculative-config: {method} needs num_speculative_tokens >= 1")
+        return SpecPlan(method=method, num_speculative_tokens=k, draft=None, weights_bytes=0)
+    if method == "mtp" or (method is None and draft is None):
+        n = _mtp_layers(model)
+        if n == 0:
+            raise InputError("--speculative-config: method mtp needs a checkpoint with MTP layers "
+                             "(num_nextn_predict_layers / mtp_num_hidden_layers); this config declares none")
+        k = int(k or n)
+        p = count_params(model)
+        w = weight_bytes(model, tp=tp, pp=1, quantization=quantization, dtype=dtype)
+        layer = max(p.per_layer_linear) + max(p.per_layer_other) + 2 * model.hidden_size * model.hidden_size
+        per_param = w.total_bytes / max(p.total, 1)
+        if w.source == "checkpoint":
+            # the checkpoint's tensor size already holds its MTP layers (e.g. DeepSeek-V3 model.layers.61)
+            mtp_bytes, note = 0, " (already inside the checkpoint size the weights come from)"
+        else:
+            mtp_bytes, note = int(n * layer * per_param / tp), f" ({n} MTP layer{'s' if n > 1 else ''} like the " \
+                                                              f"target's last, plus eh_proj 2H x H; embeddings and " \
+                                                              f"lm_head shared)"
+        last = _last_attention_layer(model)
+        layers = tuple(replace(last, index=model.num_hidden_layers + i) for i in range(n)) if last else ()
+        return SpecPlan(method="mtp", num_speculative_tokens=k, draft=None, weights_bytes=mtp_bytes,
+                        kv_layers=layers, draft_model=model, weights_note=note)
+    if not draft:
+        raise InputError(f"--speculative-config: method {method} needs a draft \"model\"")
+    if not isinstance(k, int) or k < 1:
+        raise InputError("--speculative-config: num_speculative_tokens must be a positive integer")
+    try:
+        dm = resolve(str(draft))
+    except NotFoundError as e:
+        return SpecPlan(method=method or "draft_model", num_speculative_tokens=k, draft=str(draft), weights_bytes=0,
+                        warning=f"the draft model could not be loaded ({e}): its weights and KV are not counted; "
+                                f"pass a config.json path or a cached model as \"model\"")
+    name = str(draft).lower()
+    if method is None:
+        method = "eagle" if "eagle-" in name else "eagle3" if "eagle3" in name else \
+            "mtp" if dm.model_type.endswith("_mtp") else "draft_model"
+    dtp = int(d.get("draft_tensor_parallel_size") or tp)
+    dw = weight_bytes(dm, tp=dtp, pp=1, quantization=d.get("quantization"), dtype=dtype)
+    bytes_ = dw.per_rank_bytes
+    note = ""
+    if method in ("eagle", "eagle3", "dflash") and dw.source == "config":
+        # llm_base_proposer.py _maybe_share_embeddings / _maybe_share_lm_head (0.33.0): an EAGLE head without its own
+        # embed_tokens (or with the target's) uses the target's; EAGLE-1 also shares lm_head
+        dt = DTYPE_BYTES.get(dtype, 2)
+        vocab = cdiv(dm.vocab_size, 64) * 64
+        shared = vocab * dm.hidden_size * dt // dtp
+        if method == "eagle" and not dm.tie_word_embeddings:
+            shared *= 2
+        bytes_ = max(bytes_ - shared, 0)
+        note = " (embeddings shared with the target)"
+    layers = tuple(g for g in dm.layers)
+    return SpecPlan(method=method, num_speculative_tokens=k, draft=str(draft), weights_bytes=bytes_,
+                    kv_layers=layers, draft_model=dm, weights_note=note)
+
+
+def spec_capture_sizes(sizes: list[int], num_speculative_tokens: int) -> list[int]:
+    """CompilationConfig.adjust_cudagraph_sizes_for_spec_decode (vllm/config/compilation.py 0.33.0, model
+    runner V1 with FULL decode graphs): every size rounded up to a multiple of 1 + k, kept when it stays
+    within the largest; none left -> [1 + k]."""
+    q = 1 + num_speculative_tokens
+    if not sizes or q <= 1:
+        return sizes
+    top = max(sizes)
+    out = sorted({cdiv(n, q) * q for n in sizes if cdiv(n, q) * q <= top})
+    return out or ([q] if q <= top else [])

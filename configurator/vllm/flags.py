@@ -64,6 +64,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("max_cpu_loras", "int", "LoRA adapters cached in host memory (no GPU memory)."),
     Flag("lora_dtype", "str", "LoRA slot dtype: auto (the model dtype), float16, bfloat16."),
     Flag("fully_sharded_loras", "bool", "Shard LoRA slots fully across tensor-parallel ranks."),
+    Flag("speculative_config", "str", "Speculative decoding, a JSON object: method (ngram, eagle, eagle3, mtp, "
+         "draft_model, ...), model (the draft), num_speculative_tokens."),
     Flag("model", "str", "Model (Hugging Face id, profile name, or path)."),
 )
 BY_DEST = {f.dest: f for f in FLAGS}
@@ -180,8 +182,10 @@ LAUNCHERS = ("vllm", "python", "python3")
 # entry leaves this set when configurator/estimate models it. LoRA (--enable-lora, --max-loras,
 # --max-lora-rank, --max-cpu-loras, --lora-dtype, --fully-sharded-loras) is modelled in
 # configurator/estimate/features.py; --lora-modules only names adapters loaded into those slots.
+# --speculative-config is modelled there too; the pre-0.8 spellings (--speculative-model,
+# --num-speculative-tokens) are not.
 UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
-    "--speculative-config", "--num-speculative-tokens", "--speculative-model",
+    "--num-speculative-tokens", "--speculative-model",
     "--kv-transfer-config", "--kv-events-config", "--limit-mm-per-prompt", "--mm-processor-kwargs",
     "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--enable-eplb",
     "--eplb-config", "--compilation-config", "-O", "--cuda-graph-sizes",

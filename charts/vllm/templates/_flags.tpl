@@ -30,6 +30,7 @@
 - {"section": "vllm", "key": "maxCpuLoras", "flag": "--max-cpu-loras", "type": "int", "negatable": false, "spellings": ["--max-cpu-loras"]}
 - {"section": "vllm", "key": "loraDtype", "flag": "--lora-dtype", "type": "str", "negatable": false, "spellings": ["--lora-dtype"]}
 - {"section": "vllm", "key": "fullyShardedLoras", "flag": "--fully-sharded-loras", "type": "bool", "negatable": false, "spellings": ["--fully-sharded-loras"]}
+- {"section": "vllm", "key": "speculativeConfig", "flag": "--speculative-config", "type": "str", "negatable": false, "spellings": ["--speculative-config"]}
 - {"section": "model", "key": "servedModelName", "flag": "--served-model-name", "type": "str", "negatable": false, "spellings": ["--served-model-name"]}
 - {"section": "model", "key": "trustRemoteCode", "flag": "--trust-remote-code", "type": "bool", "negatable": false, "spellings": ["--trust-remote-code"]}
 - {"section": "model", "key": "revision", "flag": "--revision", "type": "str", "negatable": false, "spellings": ["--revision"]}
