@@ -194,3 +194,23 @@ def test_spec_flag_is_modelled():
     p = parse_args(["vllm", "serve", "m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}'],
                    "0.33.0")
     assert p.unmodelled == () and "speculative_config" in p.flags
+
+
+# ---- --cpu-offload-gb (model_executor/offloader/uva.py, 0.33.0) ---------------------------------
+
+def test_cpu_offload_moves_weights_off_the_gpu_and_is_explained():
+    base = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192}, "0.33.0")
+    off = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192, "cpu_offload_gb": 4}, "0.33.0")
+    assert off.memory.cpu_offload_bytes == 4 * GiB
+    assert base.memory.weights_bytes - off.memory.weights_bytes == 4 * GiB
+    assert any(x.startswith("--cpu-offload-gb 4:") for x in off.derivation)
+    # never more than the rank holds
+    big = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192, "cpu_offload_gb": 500}, "0.33.0")
+    assert big.memory.cpu_offload_bytes == base.memory.weights_bytes and big.memory.weights_bytes == 0
+
+
+def test_lora_extra_vocab_rows_only_before_0_15():
+    r11 = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192, **LORA}, "0.11.0").memory.lora_bytes
+    r15 = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192, **LORA}, "0.15.0").memory.lora_bytes
+    # 0.11.0: lora_a of the embedding has 256 more rows, plus embeddings_tensors (4, 256, 4096) twice in bf16
+    assert r11 - r15 == 4 * 256 * 16 * 2 + 2 * 4 * 256 * 4096 * 2

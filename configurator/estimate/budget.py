@@ -18,7 +18,7 @@ from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
 from configurator.memory.overheads import OverheadCoefficients, Overheads, estimate_overheads
 from configurator.memory.weights import WeightEstimate, weight_bytes
-from configurator.units import GiB, MiB, format_gib
+from configurator.units import MiB, format_gib
 from configurator.vllm import messages
 from configurator.vllm.defaults import cudagraph_capture_sizes
 from configurator.vllm.overhead_data import era_row
@@ -139,11 +139,11 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     requested = requested_bytes(total, inp.util, b.requested_rounding)
     stages = pp_layer_split(model.num_hidden_layers, pp)
     w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype)
-    weights = max(0, w.per_rank_bytes - int(float(f.get("cpu_offload_gb") or 0) * GiB))
-    # optional features (configurator/estimate/features.py): LoRA slots load with the weights
+    # optional features (configurator/estimate/features.py): LoRA slots and a draft load with the weights,
+    # --cpu-offload-gb keeps some of them in host memory
     feats = plan_features(model, f, version=b.version, dtype=inp.dtype, tp=tp, layers=stages[-1],
-                          num_tokens=inp.mnbt, spec=inp.spec)
-    weights += feats.weights_bytes
+                          num_tokens=inp.mnbt, spec=inp.spec, base_weights_bytes=w.per_rank_bytes)
+    weights = max(0, w.per_rank_bytes + feats.weights_bytes)
     tc = model.text_config
     ov = estimate_overheads(
         hidden_size=model.hidden_size, intermediate_size=model.intermediate_size,

@@ -40,6 +40,10 @@ MOE_3D_ARCHITECTURES = frozenset({
     "GptOssForCausalLM", "InternS1ProForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
     "Qwen3VLMoeForConditionalGeneration", "Qwen3OmniMoeThinkerForConditionalGeneration",
 })
+# lora_extra_vocab_size (default 256): extra token rows per adapter in the embedding and lm_head slots,
+# config/lora.py and lora/layers/vocal_parallel_embedding.py in 0.11.0; gone in 0.15.0.
+EXTRA_VOCAB_UNTIL = "0.15.0"
+LORA_EXTRA_VOCAB = 256
 # Classes that declare embedding_modules {embed_tokens, lm_head} (model_executor/models/*.py, 0.33.0): their
 # token embedding (VocabParallelEmbeddingWithLoRA) and lm_head (LogitsProcessorWithLoRA) get slots too.
 EMBEDDING_LORA_ARCHITECTURES = frozenset({
@@ -96,10 +100,14 @@ class FeatureMemory:
 
     lora: LoraPlan | None = None
     spec: SpecPlan | None = None
+    cpu_offload_bytes: int = 0  # decoder-layer parameters kept in host memory (--cpu-offload-gb)
+    cpu_offload_requested: float = 0.0
 
     @property
     def weights_bytes(self) -> int:
-        return (self.lora.weights_bytes if self.lora else 0) + (self.spec.weights_bytes if self.spec else 0)
+        """What the features add to (LoRA, draft) or take from (CPU offload) 'Model loading took'."""
+        return (self.lora.weights_bytes if self.lora else 0) + (self.spec.weights_bytes if self.spec else 0) \
+            - self.cpu_offload_bytes
 
     @property
     def activation_bytes(self) -> int:
@@ -119,6 +127,10 @@ class FeatureMemory:
                        f"is host memory only")
         if self.spec:
             out.append(self.spec.line())
+        if self.cpu_offload_bytes:
+            out.append(f"--cpu-offload-gb {self.cpu_offload_requested:g}: {human_bytes(self.cpu_offload_bytes)} of "
+                       f"decoder-layer parameters stay in host memory, read over PCIe each step (UVA), so the GPU "
+                       f"weights shrink by that much (whole parameters, until the budget is reached)")
         return out
 
 
@@ -249,21 +261,36 @@ def plan_lora(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: s
     fam = lora_modules(model, layers, moe_lora, tp)
     if any(a in EMBEDDING_LORA_ARCHITECTURES for a in model.architectures):
         # VocabParallelEmbeddingWithLoRA (vocab x rank + H x rank) and LogitsProcessorWithLoRA (rank x H + vocab x rank)
-        fam["embeddings"] = [Linear(model.vocab_size, (h := model.hidden_size,), "replicated"),
+        extra = LORA_EXTRA_VOCAB if _key(version) < _key(EXTRA_VOCAB_UNTIL) else 0
+        fam["embeddings"] = [Linear(model.vocab_size + extra, (h := model.hidden_size,), "replicated"),
                              Linear(h, (model.vocab_size,), "replicated")]
+
     parts = tuple((name, sum(moe_lora_bytes(m, s) if isinstance(m, MoEExperts) else linear_lora_bytes(m, s)
                              for m in mods)) for name, mods in fam.items())
+    if any(a in EMBEDDING_LORA_ARCHITECTURES for a in model.architectures) and \
+            _key(version) < _key(EXTRA_VOCAB_UNTIL):
+        # embeddings_tensors (max_loras, extra vocab, H) in the model dtype, in the embedding and the lm_head slots
+        parts += (("extra vocab", 2 * loras * LORA_EXTRA_VOCAB * model.hidden_size * DTYPE_BYTES.get(dtype, 2)),)
     total = sum(b for _, b in parts)
     top_k = int(c.get("num_experts_per_tok") or c.get("top_k_experts") or c.get("moe_topk") or 0)
     act = lora_activation_bytes(num_tokens, s, top_k, DTYPE_BYTES.get(dtype, 2))
     return LoraPlan(settings=s, max_cpu_loras=cpu, weights_bytes=total, activation_bytes=act, parts=parts)
 
 
+def cpu_offload_bytes(requested_gib: float, base_weights_bytes: int) -> int:
+    """--cpu-offload-gb: vLLM moves whole decoder-layer parameters to host memory until the total reaches the
+    budget (model_executor/offloader/uva.py UVAOffloader._maybe_offload_to_cpu, 0.33.0; models/utils.py
+    maybe_offload_to_cpu before): at most the weights the rank holds."""
+    return min(int(requested_gib * (1 << 30)), base_weights_bytes)
+
+
 def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: str, tp: int, layers: range,
-                  num_tokens: int, spec: SpecPlan | None = None) -> FeatureMemory:
+                  num_tokens: int, spec: SpecPlan | None = None, base_weights_bytes: int = 0) -> FeatureMemory:
     """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs)."""
+    gib = float(flags.get("cpu_offload_gb") or 0)
     return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
-                                        num_tokens=num_tokens), spec=spec)
+                                        num_tokens=num_tokens), spec=spec,
+                         cpu_offload_bytes=cpu_offload_bytes(gib, base_weights_bytes), cpu_offload_requested=gib)
 
 
 # vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's

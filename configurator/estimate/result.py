@@ -26,6 +26,10 @@ class MemoryBreakdown(BaseModel):
                                            "took'")
     lora_activation_bytes: int = Field(0, description="LoRA kernel buffers in the profiling run; already inside "
                                                       "activation_bytes")
+    draft_weights_bytes: int = Field(0, description="speculative-decoding drafter's weights (draft model, EAGLE head, "
+                                                    "MTP layers); already inside weights_bytes")
+    cpu_offload_bytes: int = Field(0, description="weights kept in host memory by --cpu-offload-gb; already taken "
+                                                  "out of weights_bytes")
     kv_cache_bytes: int = Field(description="'Available KV cache memory' vLLM logs and sizes the pool from")
 
 
