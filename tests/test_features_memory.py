@@ -214,3 +214,10 @@ def test_lora_extra_vocab_rows_only_before_0_15():
     r15 = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192, **LORA}, "0.15.0").memory.lora_bytes
     # 0.11.0: lora_a of the embedding has 256 more rows, plus embeddings_tensors (4, 256, 4096) twice in bf16
     assert r11 - r15 == 4 * 256 * 16 * 2 + 2 * 4 * 256 * 4096 * 2
+
+
+def test_draft_model_method_is_refused_before_v1_had_a_draft_proposer():
+    cfg = {"model": "meta-llama/Llama-3.2-3B-Instruct", "num_speculative_tokens": 4}
+    old = _est("meta-llama/Llama-3.1-8B-Instruct", _spec(cfg), "0.11.0")
+    assert old.verdict == "refused" and "Draft model speculative decoding is not supported yet" in old.errors[0]
+    assert _est("meta-llama/Llama-3.1-8B-Instruct", _spec(cfg), "0.15.0").errors == []

@@ -78,6 +78,7 @@ class SpecPlan:
     draft_model: ModelSpec | None = None  # the model those layers' KV shapes come from
     weights_note: str = ""
     warning: str | None = None  # the draft could not be loaded: its weights and KV are left out
+    error: str | None = None  # vLLM refuses this method in this release
 
     def line(self) -> str:
         k = self.num_speculative_tokens
@@ -295,6 +296,12 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
 
 # vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's
 # own multi-token-prediction layers; every *_mtp type maps to method "mtp".
+# A separate draft model (method "draft_model"): the V1 engine refuses it in 0.10.1.1 and 0.11.0
+# (engine/arg_utils.py _is_v1_supported_oracle raises NotImplementedError); 0.15.0 has
+# v1/spec_decode/draft_model.py. 0.12-0.14 were not read; they are taken to behave like 0.15.
+DRAFT_MODEL_SINCE = "0.12.0"
+DRAFT_MODEL_REFUSED = ("Draft model speculative decoding is not supported yet. Please consider using other "
+                       "speculative decoding methods such as ngram, medusa, eagle, or mtp.")
 NO_WEIGHT_METHODS = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class"})
 
 
@@ -324,7 +331,7 @@ def _last_attention_layer(model: ModelSpec) -> LayerGeometry | None:
 
 
 def plan_speculative(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, quantization: str | None,
-                     resolve: Any) -> SpecPlan | None:
+                     resolve: Any, version: str = "0.33.0") -> SpecPlan | None:
     """--speculative-config -> the drafter (None without it). `resolve` loads a draft model by id or path
     (configurator.model.resolve.resolve_model); a draft it cannot load raises InputError."""
     raw = flags.get("speculative_config")
@@ -395,9 +402,9 @@ def plan_speculative(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype:
             shared *= 2
         bytes_ = max(bytes_ - shared, 0)
         note = " (embeddings shared with the target)"
-    layers = tuple(g for g in dm.layers)
+    error = DRAFT_MODEL_REFUSED if method == "draft_model" and _key(version) < _key(DRAFT_MODEL_SINCE) else None
     return SpecPlan(method=method, num_speculative_tokens=k, draft=str(draft), weights_bytes=bytes_,
-                    kv_layers=layers, draft_model=dm, weights_note=note)
+                    kv_layers=tuple(dm.layers), draft_model=dm, weights_note=note, error=error)
 
 
 def spec_capture_sizes(sizes: list[int], num_speculative_tokens: int) -> list[int]:

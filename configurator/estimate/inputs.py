@@ -209,7 +209,10 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     if arch := no_kernel_image(gpu, b.version, SUPPORTED):
         errors.append(arch)
     v0 = v0_reason(b, gpu, kv_name)
-    spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model)
+    spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
+                            version=b.version)
+    if spec is not None and spec.error:
+        errors.append(spec.error)
     return Inputs(v0_reason=v0, spec=spec, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
                   kv_name=kv_name, kv=kv,
                   util=util, derived=derived, user_len=user_len, max_len=max_len, batch=bd, seqs_user=seqs_user,
