@@ -221,3 +221,18 @@ def test_draft_model_method_is_refused_before_v1_had_a_draft_proposer():
     old = _est("meta-llama/Llama-3.1-8B-Instruct", _spec(cfg), "0.11.0")
     assert old.verdict == "refused" and "Draft model speculative decoding is not supported yet" in old.errors[0]
     assert _est("meta-llama/Llama-3.1-8B-Instruct", _spec(cfg), "0.15.0").errors == []
+
+
+@pytest.mark.parametrize("version,flags,v0", [
+    ("0.8.2", LORA, True),  # LoRA falls back to V0 (read in 0.8.0 and 0.8.2)
+    ("0.8.5", LORA, False),
+    ("0.8.5", {"speculative_config": '{"method": "ngram", "num_speculative_tokens": 2}'}, True),
+    ("0.9.0", {"speculative_config": '{"method": "eagle3", "model": "x", "num_speculative_tokens": 2}'}, False),
+    ("0.9.0", {"speculative_config": '{"model": "meta-llama/Llama-3.2-3B-Instruct", "num_speculative_tokens": 2}'},
+     True),
+    ("0.10.1.1", {"speculative_config": '{"model": "meta-llama/Llama-3.2-3B-Instruct", "num_speculative_tokens": 2}'},
+     False),
+])
+def test_features_that_fell_back_to_v0(version, flags, v0):
+    r = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192, **flags}, version)
+    assert (r.not_modelled is not None and "Falling back to V0" in r.not_modelled) is v0

@@ -417,3 +417,33 @@ def spec_capture_sizes(sizes: list[int], num_speculative_tokens: int) -> list[in
     top = max(sizes)
     out = sorted({cdiv(n, q) * q for n in sizes if cdiv(n, q) * q <= top})
     return out or ([q] if q <= top else [])
+
+
+# Features that made vLLM fall back to its V0 engine (engine/arg_utils.py _is_v1_supported_oracle):
+# LoRA "is experimental on VLLM_USE_V1=1. Falling back to V0 Engine." in 0.8.0 and 0.8.2 (read), not in 0.8.5;
+# speculative decoding: every method in 0.8.0 / 0.8.2 / 0.8.5 (ngram and EAGLE as experimental); in 0.9.0 all but
+# ngram, medusa, eagle, eagle3, deepseek_mtp (judged on the "method" key as given, or model "ngram"). 0.10.1.1
+# refuses draft_model instead (DRAFT_MODEL_REFUSED).
+LORA_ON_V1_SINCE = "0.8.5"
+SPEC_ON_V1_SINCE = "0.9.0"
+SPEC_V0_FALLBACK_UNTIL = "0.10.1"
+V1_SPEC_METHODS_0_9 = frozenset({"ngram", "[ngram]", "medusa", "eagle", "eagle3", "deepseek_mtp"})
+
+
+def v0_fallback(version: str, flags: dict[str, Any]) -> str | None:
+    """Why this release would run a feature on its V0 engine (not modelled), or None. VLLM_USE_V1=1 is not read."""
+    v = _key(version)
+    if _truthy(flags.get("enable_lora", False)) and v < _key(LORA_ON_V1_SINCE):
+        return (f"vLLM {version} logs 'LORA is experimental on VLLM_USE_V1=1. Falling back to V0 Engine.' "
+                f"(engine/arg_utils.py _is_v1_supported_oracle); V0 is not modelled")
+    raw = flags.get("speculative_config")
+    if raw in (None, "", "{}") or v >= _key(SPEC_V0_FALLBACK_UNTIL):
+        return None
+    d = _spec_dict(raw)
+    method = d.get("method")
+    on_v1 = v >= _key(SPEC_ON_V1_SINCE) and (
+        method in V1_SPEC_METHODS_0_9 if method else d.get("model") in ("ngram", "[ngram]"))
+    if on_v1:
+        return None
+    return (f"vLLM {version} logs 'Speculative Decoding is not supported by the V1 Engine. Falling back to V0.' "
+            f"(engine/arg_utils.py _is_v1_supported_oracle); V0 is not modelled")

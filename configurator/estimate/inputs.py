@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from configurator.errors import InputError
-from configurator.estimate.features import SpecPlan, plan_speculative
+from configurator.estimate.features import SpecPlan, plan_speculative, v0_fallback
 from configurator.estimate.result import EstimateRequest
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, no_kernel_image
 from configurator.memory.kv_dtype import KV_DTYPES, MODEL_DTYPE_KV, KVDtype
@@ -208,7 +208,7 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     # architecture the release's wheel has no kernels for
     if arch := no_kernel_image(gpu, b.version, SUPPORTED):
         errors.append(arch)
-    v0 = v0_reason(b, gpu, kv_name)
+    v0 = v0_reason(b, gpu, kv_name) or v0_fallback(b.version, f)
     spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
                             version=b.version)
     if spec is not None and spec.error:
