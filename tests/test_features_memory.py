@@ -163,8 +163,9 @@ def test_eagle_head_shares_the_targets_embeddings(tmp_path):
     e = _est("meta-llama/Llama-3.1-8B-Instruct",
              _spec({"method": "eagle", "model": str(path.parent), "num_speculative_tokens": 3}), "0.33.0")
     layer = 4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 14336  # one layer's linear params, no embeddings
+    fc = 2 * 4096 * 4096  # llama_eagle.py fc: [embedding; hidden state] -> H
     added = e.memory.weights_bytes - base.memory.weights_bytes
-    assert layer * 2 <= added < layer * 2 * 1.05
+    assert (layer + fc) * 2 <= added < (layer + fc) * 2 * 1.05
     assert e.kv_cache.bytes_per_token - base.kv_cache.bytes_per_token == 2 * 8 * 128 * 2
 
 
@@ -236,3 +237,12 @@ def test_draft_model_method_is_refused_before_v1_had_a_draft_proposer():
 def test_features_that_fell_back_to_v0(version, flags, v0):
     r = _est("meta-llama/Llama-3.1-8B-Instruct", {"max_model_len": 8192, **flags}, version)
     assert (r.not_modelled is not None and "Falling back to V0" in r.not_modelled) is v0
+
+
+def test_expert_parallel_lora_holds_whole_local_experts():
+    f = {"max_model_len": 8192, **LORA, "tensor_parallel_size": 2}
+    tp = _est("google/gemma-4-26B-A4B", f, "0.25.0").memory.lora_bytes
+    ep = _est("google/gemma-4-26B-A4B", {**f, "enable_expert_parallel": True}, "0.25.0").memory.lora_bytes
+    # TP splits the intermediate (I / 2); EP keeps I whole on half the experts: w13 / w2 lora_a on H and lora_b on H
+    # are not split by TP, so EP halves them while TP does not
+    assert ep < tp

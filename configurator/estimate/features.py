@@ -179,10 +179,12 @@ def _mlp(h: int, inter: int, gated: bool) -> list[Linear]:
     return [Linear(h, (inter, inter) if gated else (inter,), "column"), Linear(inter, (h,), "row")]
 
 
-def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int) -> dict[str, list]:
+def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: int = 1) -> dict[str, list]:
     """The LoRA-wrapped modules of the given decoder layers, by family: attention / mixer, dense MLP,
     MoE router and shared experts (linear), MoE routed experts, embeddings. Only the language model:
-    vision / audio towers get LoRA only with enable_tower_connector_lora (off by default)."""
+    vision / audio towers get LoRA only with enable_tower_connector_lora (off by default). `ep` > 1 (expert
+    parallelism over tp x dp ranks): each rank holds E / ep whole experts (fused_moe.py local_num_experts; the
+    MoE tp_size collapses to 1, so the intermediate size is not split)."""
     c, h = model.text_config, model.hidden_size
     heads = model.num_attention_heads
     gated = _gated(c)
@@ -229,7 +231,8 @@ def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int) -> di
             if c.get("enable_moe_block") or str(c.get("model_type", "")).startswith("gemma4"):
                 fam["mlp"] += _mlp(h, model.intermediate_size, gated)  # Gemma 4: a dense MLP beside the experts
             if moe_lora:
-                fam["experts"].append(MoEExperts(experts, h, cdiv(moe_inter, tp), gated))
+                fam["experts"].append(MoEExperts(cdiv(experts, ep), h, moe_inter, gated) if ep > 1
+                                      else MoEExperts(experts, h, cdiv(moe_inter, tp), gated))
         else:
             fam["mlp"] += _mlp(h, model.intermediate_size, gated)
     return fam
@@ -259,7 +262,8 @@ def plan_lora(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: s
     s = LoraSettings(max_loras=loras, max_lora_rank=rank, dtype_bytes=dtype_bytes,
                      fully_sharded=_truthy(flags.get("fully_sharded_loras", False)), tp=tp, moe_lora=moe_lora,
                      moe_3d=any(a in MOE_3D_ARCHITECTURES for a in model.architectures))
-    fam = lora_modules(model, layers, moe_lora, tp)
+    ep = tp * _int(flags, "data_parallel_size", 1) if _truthy(flags.get("enable_expert_parallel", False)) else 1
+    fam = lora_modules(model, layers, moe_lora, tp, ep)
     if any(a in EMBEDDING_LORA_ARCHITECTURES for a in model.architectures):
         # VocabParallelEmbeddingWithLoRA (vocab x rank + H x rank) and LogitsProcessorWithLoRA (rank x H + vocab x rank)
         extra = LORA_EXTRA_VOCAB if _key(version) < _key(EXTRA_VOCAB_UNTIL) else 0
@@ -400,7 +404,17 @@ def plan_speculative(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype:
         shared = vocab * dm.hidden_size * dt // dtp
         if method == "eagle" and not dm.tie_word_embeddings:
             shared *= 2
-        bytes_ = max(bytes_ - shared, 0)
+        h = dm.hidden_size
+        extra = 0
+        if method == "eagle3":
+            # llama_eagle3.py (0.33.0): its own lm_head of draft_vocab_size rows (not vocab_size), and fc from
+            # 3 target hidden states (num_aux_hidden_states) to H
+            draft_vocab = int(dm.text_config.get("draft_vocab_size") or dm.vocab_size)
+            shared += (vocab - cdiv(draft_vocab, 64) * 64) * h * dt // dtp
+            extra = 3 * h * h * dt
+        elif method == "eagle":
+            extra = 2 * h * h * dt  # llama_eagle.py: fc from [embedding; hidden state] (2H) to H
+        bytes_ = max(bytes_ - shared, 0) + extra
         note = " (embeddings shared with the target)"
     error = DRAFT_MODEL_REFUSED if method == "draft_model" and _key(version) < _key(DRAFT_MODEL_SINCE) else None
     return SpecPlan(method=method, num_speculative_tokens=k, draft=str(draft), weights_bytes=bytes_,
