@@ -203,7 +203,9 @@ def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: i
                 m = g.mamba
                 if m.variant == "gdn":
                     qk, v = m.num_k_heads * m.k_head_dim, m.num_heads * m.head_dim
-                    fam["attention"] += [Linear(h, (qk, qk, v, v), "column"), Linear(h, (m.num_heads,) * 2, "column"),
+                    # qwen3_5.py packed_modules_mapping (0.33.0): in_proj_qkvz = [in_proj_qkv, in_proj_z],
+                    # in_proj_ba = [in_proj_b, in_proj_a], then out_proj
+                    fam["attention"] += [Linear(h, (2 * qk + v, v), "column"), Linear(h, (m.num_heads,) * 2, "column"),
                                          Linear(v, (h,), "row")]
                 elif m.variant in ("mamba1", "mamba2"):
                     inner = m.intermediate_size
