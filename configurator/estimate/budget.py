@@ -10,14 +10,15 @@ free memory below the request, weights that do not load.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from configurator.estimate.features import FeatureMemory, plan_features, spec_capture_sizes
 from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
 from configurator.memory.overheads import OverheadCoefficients, Overheads, estimate_overheads
 from configurator.memory.weights import WeightEstimate, weight_bytes
-from configurator.units import GiB, MiB, format_gib
+from configurator.units import MiB, format_gib
 from configurator.vllm import messages
 from configurator.vllm.defaults import cudagraph_capture_sizes
 from configurator.vllm.overhead_data import era_row
@@ -47,6 +48,8 @@ class Budget:
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     derivation: tuple[str, ...] = ()
+    # optional features (LoRA slots, ...): already inside weights_bytes and the overheads
+    features: FeatureMemory = field(default_factory=FeatureMemory)
 
 
 def coefficients_for(version: str) -> OverheadCoefficients:
@@ -110,6 +113,17 @@ def apply_calibration(cal: CalibrationLike, inp: Inputs, weights: int, ov: Overh
                             cudagraph_bytes=graphs), 0, line
 
 
+def capture_sizes(inp: Inputs) -> list[int]:
+    """The CUDA-graph capture sizes; with speculative decoding the decode ceiling is max_num_seqs x (1 + k) x 2
+    and, on model runner V1, every size is a multiple of 1 + k (vllm/config/vllm.py _set_cudagraph_sizes,
+    compilation.py adjust_cudagraph_sizes_for_spec_decode, 0.33.0)."""
+    if inp.spec is None:
+        return cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs, inp.mnbt)
+    q = 1 + inp.spec.num_speculative_tokens
+    sizes = cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs * q, inp.mnbt)
+    return sizes if inp.v2 else spec_capture_sizes(sizes, inp.spec.num_speculative_tokens)
+
+
 def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     """The per-GPU budget for the resolved inputs."""
     f, b, model, tp, pp = inp.flags, inp.b, inp.model, inp.tp, inp.pp
@@ -126,7 +140,11 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     stages = pp_layer_split(model.num_hidden_layers, pp)
     w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype,
                      compute_capability=inp.gpu.sm)
-    weights = max(0, w.per_rank_bytes - int(float(f.get("cpu_offload_gb") or 0) * GiB))
+    # optional features (configurator/estimate/features.py): LoRA slots and a draft load with the weights,
+    # --cpu-offload-gb keeps some of them in host memory
+    feats = plan_features(model, f, version=b.version, dtype=inp.dtype, tp=tp, layers=stages[-1],
+                          num_tokens=inp.mnbt, spec=inp.spec, base_weights_bytes=w.per_rank_bytes)
+    weights = max(0, w.per_rank_bytes + feats.weights_bytes)
     tc = model.text_config
     ov = estimate_overheads(
         hidden_size=model.hidden_size, intermediate_size=model.intermediate_size,
@@ -139,8 +157,13 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         moe_intermediate_size=int(tc.get("moe_intermediate_size") or 0) if inp.is_moe else 0,
         experts_per_token=int(tc.get("num_experts_per_tok") or tc.get("top_k_experts") or tc.get("moe_topk") or 0)
         if inp.is_moe else 0,
-        num_capture_sizes=len(cudagraph_capture_sizes(b, inp.gpu, inp.max_num_seqs, inp.mnbt)))
+        num_capture_sizes=len(capture_sizes(inp)))
     other = ov.runner_bytes if b.accounting == "consumed" else 0
+    if feats.activation_bytes:
+        ov = replace(ov, activation_bytes=ov.activation_bytes + feats.activation_bytes)
+    derivation += feats.lines()
+    if inp.spec is not None and inp.spec.warning:
+        warnings.append(f"--speculative-config: {inp.spec.warning}")
     if cal is not None:
         weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other)
         derivation.append(line)
@@ -168,4 +191,4 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     return Budget(total_bytes=total, requested_bytes=requested, weights=w, weights_bytes=weights, overheads=ov,
                   other_bytes=other, available_bytes=available, free_bytes=free, kv_bytes_flag=kv_bytes_flag,
                   stages=tuple(stages), weights_oom=weights_oom, calibrated=cal is not None, errors=tuple(errors),
-                  warnings=tuple(warnings), derivation=tuple(derivation))
+                  warnings=tuple(warnings), derivation=tuple(derivation), features=feats)

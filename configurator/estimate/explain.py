@@ -88,12 +88,22 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
                                activation_bytes=0 if kv_flag else ov.activation_bytes,
                                non_torch_bytes=0 if kv_flag else ov.non_torch_bytes,
                                cudagraph_bytes=0 if kv_flag else ov.cudagraph_bytes,
-                               other_bytes=0 if kv_flag else budget.other_bytes, kv_cache_bytes=available),
+                               other_bytes=0 if kv_flag else budget.other_bytes, kv_cache_bytes=available,
+                               **feature_fields(budget)),
         kv_cache=info, errors=errors,
         vllm_log=messages.startup_log(inp.b.log_style, weights_bytes=None if kv_flag else budget.weights_bytes,
                                       available_bytes=available, tokens=cap.num_tokens if cap.num_blocks else None,
                                       max_model_len=max_len, max_concurrency=cap.max_concurrency),
         warnings=warnings, derivation=derivation)
+
+
+def feature_fields(budget: Budget) -> dict[str, int]:
+    """The optional features' bytes for MemoryBreakdown (configurator/estimate/features.py)."""
+    feats = budget.features
+    lora, spec = feats.lora, feats.spec
+    return {"lora_bytes": lora.weights_bytes if lora else 0,
+            "lora_activation_bytes": lora.activation_bytes if lora else 0,
+            "draft_weights_bytes": spec.weights_bytes if spec else 0, "cpu_offload_bytes": feats.cpu_offload_bytes}
 
 
 NEEDS_GPU = ("the budget (gpu_memory_utilization x the GPU's memory) and so the available KV cache memory, "
@@ -111,7 +121,8 @@ def explain_limited(inp: Inputs, kvp: KVPlan, budget: Budget, reason: str) -> Es
                        blocks_per_request=0, tokens=0, max_concurrency=0.0, groups=[])
     why_len = "user" if inp.user_len not in (None, -1) else (inp.derived.default_why or inp.derived.why)
     derivation = [f"max_model_len {max_len:,} ({why_len})",
-                  f"weights per GPU (TP {inp.tp}, PP {inp.pp}): {_sz(budget.weights_bytes)}"]
+                  f"weights per GPU (TP {inp.tp}, PP {inp.pp}): {_sz(budget.weights_bytes)}",
+                  *budget.features.lines()]
     derivation += explain_kv(model, kvp.rank.specs, kv, inp.tp, max_len, inp.max_num_seqs, grows, window_bytes, state)
     derivation.append(f"one sequence of {max_len:,} tokens: {_sz(per_seq)} of KV per GPU")
     derivation.append(f"not predicted: {reason}")
@@ -133,7 +144,8 @@ def explain_limited(inp: Inputs, kvp: KVPlan, budget: Budget, reason: str) -> Es
         flags={"model": model.name, "max_model_len": max_len, "kv_cache_dtype": inp.kv_name, "dtype": inp.dtype,
                "tensor_parallel_size": inp.tp, "pipeline_parallel_size": inp.pp, **inp.flags},
         memory=MemoryBreakdown(total_bytes=0, requested_bytes=0, weights_bytes=budget.weights_bytes,
-                               activation_bytes=0, non_torch_bytes=0, cudagraph_bytes=0, kv_cache_bytes=0),
+                               activation_bytes=0, non_torch_bytes=0, cudagraph_bytes=0, kv_cache_bytes=0,
+                               **{k: v for k, v in feature_fields(budget).items() if k != "lora_activation_bytes"}),
         kv_cache=info, errors=errors, warnings=list(inp.warnings), derivation=derivation,
         not_modelled=reason)
 

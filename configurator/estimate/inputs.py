@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from configurator.errors import InputError
+from configurator.estimate.features import SpecPlan, plan_speculative, v0_fallback
 from configurator.estimate.result import EstimateRequest
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, no_kernel_image
 from configurator.memory.kv_dtype import KV_DTYPES, MODEL_DTYPE_KV, KVDtype
@@ -63,6 +64,7 @@ class Inputs:
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     v0_reason: str | None = None  # vLLM would run its V0 engine, which is not modelled
+    spec: SpecPlan | None = None  # --speculative-config resolved (configurator/estimate/features.py)
 
     @property
     def auto_len(self) -> bool:
@@ -209,8 +211,12 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     # architecture the release's wheel has no kernels for
     if arch := no_kernel_image(gpu, b.version, SUPPORTED):
         errors.append(arch)
-    v0 = v0_reason(b, gpu, kv_name)
-    return Inputs(v0_reason=v0, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
+    v0 = v0_reason(b, gpu, kv_name) or v0_fallback(b.version, f)
+    spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
+                            version=b.version)
+    if spec is not None and spec.error:
+        errors.append(spec.error)
+    return Inputs(v0_reason=v0, spec=spec, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
                   kv_name=kv_name, kv=kv,
                   util=util, derived=derived, user_len=user_len, max_len=max_len, batch=bd, seqs_user=seqs_user,
                   mnbt_user=mnbt_user, max_num_seqs=max_num_seqs, mnbt=mnbt, chunked=chunked,

@@ -8,7 +8,7 @@ holds in each group (window + in-flight tokens, Mamba state blocks).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from configurator.errors import InputError
@@ -104,6 +104,19 @@ def mamba_blocks_per_request(inp: Inputs, block_size: int) -> int:
     return 2 + ckpt
 
 
+def with_draft_layers(rank: RankSpecs, inp: Inputs, mamba_conv: int, mamba_ssm: int) -> RankSpecs:
+    """A drafter's attention layers register KV specs in the same pool (vllm/v1/worker/gpu_model_runner.py
+    get_kv_cache_spec walks every Attention layer, the drafter's included, 0.33.0), at the target's block size."""
+    spec = inp.spec
+    if spec is None or not spec.kv_layers or spec.draft_model is None:
+        return rank
+    draft = replace(spec.draft_model, layers=spec.kv_layers, num_hidden_layers=len(spec.kv_layers))
+    d = build_rank_specs(draft, tp=inp.tp, kv_dtype=inp.kv, block_size=rank.block_size, user_block_size=True,
+                         mamba_conv_bytes=mamba_conv, mamba_ssm_bytes=mamba_ssm,
+                         num_speculative_tokens=spec.num_speculative_tokens)
+    return replace(rank, specs=rank.specs + d.specs, layers=rank.layers + d.layers)
+
+
 def plan_kv_layout(inp: Inputs) -> KVPlan:
     """Per-rank specs, groups and request limits for the resolved inputs."""
     f, b, model, gpu = inp.flags, inp.b, inp.model, inp.gpu
@@ -140,12 +153,15 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
         # mamba_cache_mode 'all' (0.15-0.27): the block is a multiple of lcm(Mamba chunk, alignment)
         # (model_executor/models/config.py 0.15-0.17, platforms/interface.py 0.20-0.27)
         kernel_block = math.lcm(mamba_chunk_size(model), kernel_block)
+    k = inp.spec.num_speculative_tokens if inp.spec else 0
     rank = build_rank_specs(model, tp=inp.tp, kv_dtype=inp.kv, block_size=block_size,
                             user_block_size=bool(user_bs), mamba_conv_bytes=mamba_conv,
                             mamba_ssm_bytes=mamba_ssm, kernel_block_size=kernel_block, config_ssm_dtype=config_ssm,
-                            user_ssm_dtype=user_ssm or b.mamba_state_in_kv_dtype)
+                            user_ssm_dtype=user_ssm or b.mamba_state_in_kv_dtype,
+                            num_speculative_tokens=k)
     if rank.block_size != block_size:
         bs_reason = rank.block_size_reason
+    rank = with_draft_layers(rank, inp, mamba_conv, mamba_ssm)
     block_size = rank.block_size
     hma = not f.get("disable_hybrid_kv_cache_manager", False)
     if any(g.kind == "chunked" for g in model.layers) and not b.chunked_local_hma:

@@ -21,6 +21,15 @@ class MemoryBreakdown(BaseModel):
     non_torch_bytes: int = Field(description="non-torch memory that grows after the baseline (NCCL, cuBLAS)")
     cudagraph_bytes: int = Field(description="CUDA-graph pool estimate subtracted before KV (0.20+)")
     other_bytes: int = Field(0, description="persistent runner / sampler buffers")
+    lora_bytes: int = Field(0, description="LoRA adapter slots vLLM preallocates (max_loras x max_lora_rank on every "
+                                           "LoRA-capable layer); already inside weights_bytes, as in 'Model loading "
+                                           "took'")
+    lora_activation_bytes: int = Field(0, description="LoRA kernel buffers in the profiling run; already inside "
+                                                      "activation_bytes")
+    draft_weights_bytes: int = Field(0, description="speculative-decoding drafter's weights (draft model, EAGLE head, "
+                                                    "MTP layers); already inside weights_bytes")
+    cpu_offload_bytes: int = Field(0, description="weights kept in host memory by --cpu-offload-gb; already taken "
+                                                  "out of weights_bytes")
     kv_cache_bytes: int = Field(description="'Available KV cache memory' vLLM logs and sizes the pool from")
 
 

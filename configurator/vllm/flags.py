@@ -57,6 +57,15 @@ FLAGS: tuple[Flag, ...] = (
     Flag("disable_hybrid_kv_cache_manager", "bool", "Give every layer full-length KV."),
     Flag("enable_expert_parallel", "bool", "Spread MoE experts across ranks."),
     Flag("max_cudagraph_capture_size", "int", "Largest batch captured as a CUDA graph."),
+    Flag("enable_lora", "bool", "LoRA adapters: vLLM preallocates max_loras slots of max_lora_rank on every "
+         "LoRA-capable layer."),
+    Flag("max_loras", "int", "LoRA adapter slots on the GPU (default 1)."),
+    Flag("max_lora_rank", "int", "Rank every LoRA slot is sized for (default 16)."),
+    Flag("max_cpu_loras", "int", "LoRA adapters cached in host memory (no GPU memory)."),
+    Flag("lora_dtype", "str", "LoRA slot dtype: auto (the model dtype), float16, bfloat16."),
+    Flag("fully_sharded_loras", "bool", "Shard LoRA slots fully across tensor-parallel ranks."),
+    Flag("speculative_config", "str", "Speculative decoding, a JSON object: method (ngram, eagle, eagle3, mtp, "
+         "draft_model, ...), model (the draft), num_speculative_tokens."),
     Flag("model", "str", "Model (Hugging Face id, profile name, or path)."),
 )
 BY_DEST = {f.dest: f for f in FLAGS}
@@ -170,10 +179,13 @@ LAUNCHERS = ("vllm", "python", "python3")
 
 # Real vLLM options that change GPU memory but that the memory model does not (yet) account for.
 # A server that sets one is still estimated, with a `not-modelled` warning naming the option; an
-# entry leaves this set when configurator/estimate models it.
+# entry leaves this set when configurator/estimate models it. LoRA (--enable-lora, --max-loras,
+# --max-lora-rank, --max-cpu-loras, --lora-dtype, --fully-sharded-loras) is modelled in
+# configurator/estimate/features.py; --lora-modules only names adapters loaded into those slots.
+# --speculative-config is modelled there too; the pre-0.8 spellings (--speculative-model,
+# --num-speculative-tokens) are not.
 UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
-    "--enable-lora", "--max-loras", "--max-lora-rank", "--max-cpu-loras", "--fully-sharded-loras",
-    "--lora-modules", "--speculative-config", "--num-speculative-tokens", "--speculative-model",
+    "--num-speculative-tokens", "--speculative-model",
     "--kv-transfer-config", "--kv-events-config", "--limit-mm-per-prompt", "--mm-processor-kwargs",
     "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--enable-eplb",
     "--eplb-config", "--compilation-config", "-O", "--cuda-graph-sizes",

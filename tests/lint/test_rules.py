@@ -75,7 +75,9 @@ CASES = [
     ("release-unknown", deployment(SERVE, image="vllm/vllm-openai:latest"), []),
     ("release-unknown", deployment(SERVE, image="vllm/vllm-openai"), []),
     ("release-unknown", deployment(SERVE, image="rocm/vllm:rocm6.3.1_vllm_0.10.1_20250101"), []),
-    ("not-modelled", deployment([*SERVE, "--enable-lora", "--max-loras", "4"]), [ARGS_LINE, ARGS_LINE]),
+    ("not-modelled", deployment([*SERVE, "--kv-transfer-config", "{}", "--limit-mm-per-prompt", "{}"]),
+     [ARGS_LINE, ARGS_LINE]),
+    ("not-modelled", deployment([*SERVE, "--enable-lora", "--max-loras", "4"]), []),  # LoRA is modelled
     ("not-modelled", deployment(SERVE), []),
     ("duplicate-flag", deployment([*SERVE, "--max-model-len", "4096"]), [ARGS_LINE]),
     ("duplicate-flag", deployment(["python3 -m vllm.entrypoints.openai.api_server --port 8080 "

@@ -24,6 +24,13 @@
 - {"section": "vllm", "key": "disableHybridKvCacheManager", "flag": "--disable-hybrid-kv-cache-manager", "type": "bool", "negatable": false, "spellings": ["--disable-hybrid-kv-cache-manager"]}
 - {"section": "vllm", "key": "enableExpertParallel", "flag": "--enable-expert-parallel", "type": "bool", "negatable": false, "spellings": ["--enable-expert-parallel"]}
 - {"section": "vllm", "key": "maxCudagraphCaptureSize", "flag": "--max-cudagraph-capture-size", "type": "int", "negatable": false, "spellings": ["--max-cudagraph-capture-size"]}
+- {"section": "vllm", "key": "enableLora", "flag": "--enable-lora", "type": "bool", "negatable": false, "spellings": ["--enable-lora"]}
+- {"section": "vllm", "key": "maxLoras", "flag": "--max-loras", "type": "int", "negatable": false, "spellings": ["--max-loras"]}
+- {"section": "vllm", "key": "maxLoraRank", "flag": "--max-lora-rank", "type": "int", "negatable": false, "spellings": ["--max-lora-rank"]}
+- {"section": "vllm", "key": "maxCpuLoras", "flag": "--max-cpu-loras", "type": "int", "negatable": false, "spellings": ["--max-cpu-loras"]}
+- {"section": "vllm", "key": "loraDtype", "flag": "--lora-dtype", "type": "str", "negatable": false, "spellings": ["--lora-dtype"]}
+- {"section": "vllm", "key": "fullyShardedLoras", "flag": "--fully-sharded-loras", "type": "bool", "negatable": false, "spellings": ["--fully-sharded-loras"]}
+- {"section": "vllm", "key": "speculativeConfig", "flag": "--speculative-config", "type": "str", "negatable": false, "spellings": ["--speculative-config"]}
 - {"section": "model", "key": "servedModelName", "flag": "--served-model-name", "type": "str", "negatable": false, "spellings": ["--served-model-name"]}
 - {"section": "model", "key": "trustRemoteCode", "flag": "--trust-remote-code", "type": "bool", "negatable": false, "spellings": ["--trust-remote-code"]}
 - {"section": "model", "key": "revision", "flag": "--revision", "type": "str", "negatable": false, "spellings": ["--revision"]}

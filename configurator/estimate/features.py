@@ -1,0 +1,465 @@
+"""Stage 1a / 2a, features: which optional engine features apply, and the memory each adds (with its line).
+
+Resolves --enable-lora and its options into the LoRA adapter slots vLLM preallocates (counted in
+"Model loading took", like the weights) and the LoRA kernels' buffers in the profiling run; and
+--speculative-config into the draft's weights (also inside "Model loading took"), the draft's
+attention layers (their KV joins the same pool) and the speculative tokens' effect on CUDA-graph
+capture sizes and recurrent state. The arithmetic lives in configurator/memory/features.py; this
+stage reads the model description and the release, and says in words what it added.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from configurator.errors import InputError, NotFoundError
+from configurator.memory.features import (
+    Linear,
+    LoraSettings,
+    MoEExperts,
+    linear_lora_bytes,
+    lora_activation_bytes,
+    moe_lora_bytes,
+)
+from configurator.memory.kv_dtype import DTYPE_BYTES
+from configurator.memory.weights import count_params, weight_bytes
+from configurator.model.spec import LayerGeometry, ModelSpec
+from configurator.units import cdiv, human_bytes
+
+# vllm/config/lora.py MaxLoRARanks (0.25.0, 0.33.0): the ranks --max-lora-rank accepts
+LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+# Expert LoRA (vllm/lora/layers/fused_moe.py, FusedMoEWithLoRA): absent from the 0.11.0 wheel, present in
+# 0.15.0, 0.20.0, 0.25.0 and 0.33.0 (the releases read); earlier releases wrap only the linear layers.
+MOE_LORA_SINCE = "0.15.0"
+# Models whose experts are stored fused (SupportsLoRA.is_3d_moe_weight = True) get FusedMoE3DWithLoRA:
+# model_executor/models/gpt_oss.py, interns1_pro.py, qwen3_5.py, qwen3_vl_moe.py (0.25.0), and
+# qwen3_omni_moe_thinker.py (0.33.0). vLLM's own class names, not model names.
+MOE_3D_ARCHITECTURES = frozenset({
+    "GptOssForCausalLM", "InternS1ProForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration", "Qwen3OmniMoeThinkerForConditionalGeneration",
+})
+# lora_extra_vocab_size (default 256): extra token rows per adapter in the embedding and lm_head slots,
+# config/lora.py and lora/layers/vocal_parallel_embedding.py in 0.11.0; gone in 0.15.0.
+EXTRA_VOCAB_UNTIL = "0.15.0"
+LORA_EXTRA_VOCAB = 256
+# Classes that declare embedding_modules {embed_tokens, lm_head} (model_executor/models/*.py, 0.33.0): their
+# token embedding (VocabParallelEmbeddingWithLoRA) and lm_head (LogitsProcessorWithLoRA) get slots too.
+EMBEDDING_LORA_ARCHITECTURES = frozenset({
+    "ApertusForCausalLM", "DeciLMForCausalLM", "Exaone4ForCausalLM", "ExaoneForCausalLM", "ExaoneMoeForCausalLM",
+    "FalconH1ForCausalLM", "GraniteForCausalLM", "GraniteMoeForCausalLM", "GraniteMoeHybridForCausalLM",
+    "GraniteMoeSharedForCausalLM", "HyperCLOVAXForCausalLM", "JambaForCausalLM", "Lfm2ForCausalLM",
+    "Lfm2MoeForCausalLM", "LlamaForCausalLM", "MiniCPMForCausalLM", "MixtralForCausalLM", "NemotronForCausalLM",
+    "NemotronHForCausalLM", "PhiMoEForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "SolarForCausalLM",
+})
+
+
+@dataclass(frozen=True)
+class LoraPlan:
+    """--enable-lora resolved: the slot settings and the bytes they take on the tightest rank."""
+
+    settings: LoraSettings
+    max_cpu_loras: int
+    weights_bytes: int  # adapter slots, allocated while loading (inside "Model loading took")
+    activation_bytes: int  # LoRA kernel buffers in the profiling forward pass
+    parts: tuple[tuple[str, int], ...]  # (module family, bytes) for the explanation
+
+
+@dataclass(frozen=True)
+class SpecPlan:
+    """--speculative-config resolved (vllm/config/speculative.py SpeculativeConfig, 0.33.0)."""
+
+    method: str  # ngram | suffix | eagle | eagle3 | mtp | draft_model | dflash | ...
+    num_speculative_tokens: int
+    draft: str | None  # the draft model id or path; None for ngram / suffix / MTP (the target's own layers)
+    weights_bytes: int  # the drafter's weights on this rank, loaded inside "Model loading took"
+    kv_layers: tuple[LayerGeometry, ...] = ()  # the drafter's attention layers: their KV joins the pool
+    draft_model: ModelSpec | None = None  # the model those layers' KV shapes come from
+    weights_note: str = ""
+    warning: str | None = None  # the draft could not be loaded: its weights and KV are left out
+    error: str | None = None  # vLLM refuses this method in this release
+
+    def line(self) -> str:
+        k = self.num_speculative_tokens
+        head = f"speculative decoding ({self.method}, {k} speculative token{'s' if k != 1 else ''}"
+        head += f", draft {self.draft})" if self.draft else ")"
+        if self.warning:
+            return f"{head}: {self.warning}"
+        if not self.weights_bytes and not self.kv_layers:
+            return (f"{head}: no draft weights and no draft KV; each request may hold {k} lookahead slot"
+                    f"{'s' if k != 1 else ''} and decode CUDA graphs are captured at multiples of {k + 1} tokens")
+        return (f"{head}: draft weights {human_bytes(self.weights_bytes)} per GPU{self.weights_note}, counted in "
+                f"'Model loading took'; the draft's {len(self.kv_layers)} attention layer"
+                f"{'s keep' if len(self.kv_layers) != 1 else ' keeps'} KV in the same pool (more bytes per token); "
+                f"decode CUDA graphs are captured at multiples of {k + 1} tokens")
+
+
+@dataclass(frozen=True)
+class FeatureMemory:
+    """What the optional features add, per GPU on the tightest rank, and how it is explained."""
+
+    lora: LoraPlan | None = None
+    spec: SpecPlan | None = None
+    cpu_offload_bytes: int = 0  # decoder-layer parameters kept in host memory (--cpu-offload-gb)
+    cpu_offload_requested: float = 0.0
+
+    @property
+    def weights_bytes(self) -> int:
+        """What the features add to (LoRA, draft) or take from (CPU offload) 'Model loading took'."""
+        return (self.lora.weights_bytes if self.lora else 0) + (self.spec.weights_bytes if self.spec else 0) \
+            - self.cpu_offload_bytes
+
+    @property
+    def activation_bytes(self) -> int:
+        return self.lora.activation_bytes if self.lora else 0
+
+    def lines(self) -> list[str]:
+        """One line per modelled feature, for the derivation."""
+        out = []
+        if self.lora:
+            s = self.lora.settings
+            parts = ", ".join(f"{name} {human_bytes(b)}" for name, b in self.lora.parts if b)
+            out.append(f"LoRA buffers: {s.max_loras} adapters x rank {s.max_lora_rank} x {s.dtype_bytes} B "
+                       f"preallocated on every LoRA-capable layer ({parts}) = "
+                       f"{human_bytes(self.lora.weights_bytes)} per GPU, "
+                       f"counted in 'Model loading took'; the profiling run's LoRA kernel buffers add "
+                       f"{human_bytes(self.lora.activation_bytes)}; --max-cpu-loras {self.lora.max_cpu_loras} "
+                       f"is host memory only")
+        if self.spec:
+            out.append(self.spec.line())
+        if self.cpu_offload_bytes:
+            out.append(f"--cpu-offload-gb {self.cpu_offload_requested:g}: {human_bytes(self.cpu_offload_bytes)} of "
+                       f"decoder-layer parameters stay in host memory, read over PCIe each step (UVA), so the GPU "
+                       f"weights shrink by that much (whole parameters, until the budget is reached)")
+        return out
+
+
+def _key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split(".")[:3] if x.isdigit())
+
+
+def _truthy(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    return v is not None and str(v).strip().lower() in ("1", "true", "yes", "on", "")
+
+
+def _int(f: dict[str, Any], key: str, default: int) -> int:
+    v = f.get(key)
+    if v is None:
+        return default
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        raise InputError(f"--{key.replace('_', '-')}: expected an integer, got {v!r}") from None
+
+
+def is_moe_layer(c: dict, i: int) -> bool:
+    """Whether decoder layer i has routed experts (the same layer walk as the weights count)."""
+    experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts")
+    if not experts:
+        return False
+    pattern = c.get("hybrid_override_pattern")
+    if isinstance(pattern, str):
+        return i < len(pattern) and pattern[i] == "E"
+    first_dense = int(c.get("first_k_dense_replace") or 0)
+    freq = c.get("moe_layer_freq") if isinstance(c.get("moe_layer_freq"), int) else 1
+    return i >= first_dense and (i - first_dense) % max(int(freq or 1), 1) == 0
+
+
+def _gated(c: dict) -> bool:
+    act = str(c.get("mlp_hidden_act") or c.get("hidden_act") or c.get("hidden_activation") or "silu")
+    return act not in ("gelu", "gelu_new", "relu", "relu2", "gelu_fast", "gelu_pytorch_tanh") or \
+        str(c.get("model_type", "")).startswith(("gemma", "phi3"))
+
+
+def _mlp(h: int, inter: int, gated: bool) -> list[Linear]:
+    """gate_up_proj (MergedColumnParallelLinear, 2 slices) or up_proj, then down_proj (row)."""
+    return [Linear(h, (inter, inter) if gated else (inter,), "column"), Linear(inter, (h,), "row")]
+
+
+def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: int = 1) -> dict[str, list]:
+    """The LoRA-wrapped modules of the given decoder layers, by family: attention / mixer, dense MLP,
+    MoE router and shared experts (linear), MoE routed experts, embeddings. Only the language model:
+    vision / audio towers get LoRA only with enable_tower_connector_lora (off by default). `ep` > 1 (expert
+    parallelism over tp x dp ranks): each rank holds E / ep whole experts (fused_moe.py local_num_experts; the
+    MoE tp_size collapses to 1, so the intermediate size is not split)."""
+    c, h = model.text_config, model.hidden_size
+    heads = model.num_attention_heads
+    gated = _gated(c)
+    by_index: dict[int, list] = {}
+    for g in model.layers:
+        by_index.setdefault(g.index, []).append(g)
+    fam: dict[str, list] = {"attention": [], "mlp": [], "experts": [], "embeddings": []}
+    experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0
+    experts = int(experts[0] if isinstance(experts, list) else experts)
+    moe_inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or model.intermediate_size)
+    shared_inter = int(c.get("shared_expert_intermediate_size") or 0) or \
+        int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0) * moe_inter
+    for i in layers:
+        for g in by_index.get(i, [])[:1]:
+            if g.kind == "mamba" and g.mamba is not None:
+                m = g.mamba
+                if m.variant == "gdn":
+                    qk, v = m.num_k_heads * m.k_head_dim, m.num_heads * m.head_dim
+                    # qwen3_5.py packed_modules_mapping (0.33.0): in_proj_qkvz = [in_proj_qkv, in_proj_z],
+                    # in_proj_ba = [in_proj_b, in_proj_a], then out_proj
+                    fam["attention"] += [Linear(h, (2 * qk + v, v), "column"), Linear(h, (m.num_heads,) * 2, "column"),
+                                         Linear(v, (h,), "row")]
+                elif m.variant in ("mamba1", "mamba2"):
+                    inner = m.intermediate_size
+                    fam["attention"] += [Linear(h, (inner, inner), "column"), Linear(inner, (h,), "row")]
+            elif model.is_mla:
+                rope = int(c.get("qk_rope_head_dim") or 64)
+                nope = int(c.get("qk_nope_head_dim") or 128)
+                vd = int(c.get("v_head_dim") or 128)
+                kv_rank = int(c.get("kv_lora_rank") or 512)
+                q_rank = int(c.get("q_lora_rank") or 0)
+                mods = [Linear(h, (kv_rank + rope,), "replicated"),
+                        Linear(kv_rank, (heads * (nope + vd),), "column"), Linear(heads * vd, (h,), "row")]
+                mods += [Linear(h, (q_rank,), "replicated"), Linear(q_rank, (heads * (nope + rope),), "column")] \
+                    if q_rank else [Linear(h, (heads * (nope + rope),), "column")]
+                fam["attention"] += mods
+            else:
+                kv = max(g.num_kv_heads, tp)  # fewer KV heads than TP ranks: one (replicated) head per rank
+                hv = g.head_size_v or g.head_size
+                fam["attention"] += [Linear(h, (heads * g.head_size, kv * g.head_size, kv * hv), "column"),
+                                     Linear(heads * hv, (h,), "row")]
+        if experts and is_moe_layer(c, i):
+            fam["mlp"].append(Linear(h, (experts,), "replicated"))  # the router gate
+            if shared_inter:
+                fam["mlp"] += _mlp(h, shared_inter, gated)
+            if c.get("enable_moe_block") or str(c.get("model_type", "")).startswith("gemma4"):
+                fam["mlp"] += _mlp(h, model.intermediate_size, gated)  # Gemma 4: a dense MLP beside the experts
+            if moe_lora:
+                fam["experts"].append(MoEExperts(cdiv(experts, ep), h, moe_inter, gated) if ep > 1
+                                      else MoEExperts(experts, h, cdiv(moe_inter, tp), gated))
+        else:
+            fam["mlp"] += _mlp(h, model.intermediate_size, gated)
+    return fam
+
+
+def plan_lora(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: str, tp: int, layers: range,
+              num_tokens: int) -> LoraPlan | None:
+    """--enable-lora and its options -> the adapter slots' bytes on one rank (None without --enable-lora)."""
+    if not _truthy(flags.get("enable_lora", False)):
+        return None
+    rank = _int(flags, "max_lora_rank", 16)
+    if rank not in LORA_RANKS:
+        raise InputError(f"--max-lora-rank {rank} is not one of {', '.join(map(str, LORA_RANKS))}")
+    loras = _int(flags, "max_loras", 1)
+    if loras < 1:
+        raise InputError(f"--max-loras must be at least 1, got {loras}")
+    cpu = _int(flags, "max_cpu_loras", loras)
+    if cpu < loras:
+        raise InputError(f"max_cpu_loras ({cpu}) must be >= max_loras ({loras}).")
+    ld = str(flags.get("lora_dtype") or "auto").lower()
+    if ld not in ("auto", "float16", "bfloat16", "half", "bf16", "fp16"):
+        raise InputError(f"--lora-dtype must be auto, float16 or bfloat16, got {ld}")
+    dtype_bytes = DTYPE_BYTES.get(dtype, 2) if ld == "auto" else 2
+    c = model.text_config
+    is_moe = bool(c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts"))
+    moe_lora = is_moe and _key(version) >= _key(MOE_LORA_SINCE)
+    s = LoraSettings(max_loras=loras, max_lora_rank=rank, dtype_bytes=dtype_bytes,
+                     fully_sharded=_truthy(flags.get("fully_sharded_loras", False)), tp=tp, moe_lora=moe_lora,
+                     moe_3d=any(a in MOE_3D_ARCHITECTURES for a in model.architectures))
+    ep = tp * _int(flags, "data_parallel_size", 1) if _truthy(flags.get("enable_expert_parallel", False)) else 1
+    fam = lora_modules(model, layers, moe_lora, tp, ep)
+    if any(a in EMBEDDING_LORA_ARCHITECTURES for a in model.architectures):
+        # VocabParallelEmbeddingWithLoRA (vocab x rank + H x rank) and LogitsProcessorWithLoRA (rank x H + vocab x rank)
+        extra = LORA_EXTRA_VOCAB if _key(version) < _key(EXTRA_VOCAB_UNTIL) else 0
+        fam["embeddings"] = [Linear(model.vocab_size + extra, (h := model.hidden_size,), "replicated"),
+                             Linear(h, (model.vocab_size,), "replicated")]
+
+    parts = tuple((name, sum(moe_lora_bytes(m, s) if isinstance(m, MoEExperts) else linear_lora_bytes(m, s)
+                             for m in mods)) for name, mods in fam.items())
+    if any(a in EMBEDDING_LORA_ARCHITECTURES for a in model.architectures) and \
+            _key(version) < _key(EXTRA_VOCAB_UNTIL):
+        # embeddings_tensors (max_loras, extra vocab, H) in the model dtype, in the embedding and the lm_head slots
+        parts += (("extra vocab", 2 * loras * LORA_EXTRA_VOCAB * model.hidden_size * DTYPE_BYTES.get(dtype, 2)),)
+    total = sum(b for _, b in parts)
+    top_k = int(c.get("num_experts_per_tok") or c.get("top_k_experts") or c.get("moe_topk") or 0)
+    act = lora_activation_bytes(num_tokens, s, top_k, DTYPE_BYTES.get(dtype, 2))
+    return LoraPlan(settings=s, max_cpu_loras=cpu, weights_bytes=total, activation_bytes=act, parts=parts)
+
+
+def cpu_offload_bytes(requested_gib: float, base_weights_bytes: int) -> int:
+    """--cpu-offload-gb: vLLM moves whole decoder-layer parameters to host memory until the total reaches the
+    budget (model_executor/offloader/uva.py UVAOffloader._maybe_offload_to_cpu, 0.33.0; models/utils.py
+    maybe_offload_to_cpu before): at most the weights the rank holds."""
+    return min(int(requested_gib * (1 << 30)), base_weights_bytes)
+
+
+def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: str, tp: int, layers: range,
+                  num_tokens: int, spec: SpecPlan | None = None, base_weights_bytes: int = 0) -> FeatureMemory:
+    """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs)."""
+    gib = float(flags.get("cpu_offload_gb") or 0)
+    return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
+                                        num_tokens=num_tokens), spec=spec,
+                         cpu_offload_bytes=cpu_offload_bytes(gib, base_weights_bytes), cpu_offload_requested=gib)
+
+
+# vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's
+# own multi-token-prediction layers; every *_mtp type maps to method "mtp".
+# A separate draft model (method "draft_model"): the V1 engine refuses it in 0.10.1.1 and 0.11.0
+# (engine/arg_utils.py _is_v1_supported_oracle raises NotImplementedError); 0.15.0 has
+# v1/spec_decode/draft_model.py. 0.12-0.14 were not read; they are taken to behave like 0.15.
+DRAFT_MODEL_SINCE = "0.12.0"
+DRAFT_MODEL_REFUSED = ("Draft model speculative decoding is not supported yet. Please consider using other "
+                       "speculative decoding methods such as ngram, medusa, eagle, or mtp.")
+NO_WEIGHT_METHODS = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class"})
+
+
+def _spec_dict(raw: Any) -> dict:
+    """--speculative-config as vLLM takes it: a JSON object (argparse type json.loads)."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        d = json.loads(str(raw))
+    except ValueError:
+        raise InputError(f"--speculative-config: expected a JSON object, got {str(raw)[:60]!r}") from None
+    if not isinstance(d, dict):
+        raise InputError(f"--speculative-config: expected a JSON object, got {str(raw)[:60]!r}")
+    return d
+
+
+def _mtp_layers(model: ModelSpec) -> int:
+    """How many MTP layers the checkpoint has: num_nextn_predict_layers (DeepSeek, GLM, MiMo) or
+    mtp_num_hidden_layers (Qwen3-Next / Qwen3.5), as vllm/config/speculative.py reads n_predict."""
+    c = model.text_config
+    return int(c.get("num_nextn_predict_layers") or c.get("mtp_num_hidden_layers") or 0)
+
+
+def _last_attention_layer(model: ModelSpec) -> LayerGeometry | None:
+    attn = [g for g in model.layers if g.kind in ("full", "mla")] or [g for g in model.layers if g.kind != "mamba"]
+    return attn[-1] if attn else None
+
+
+def plan_speculative(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, quantization: str | None,
+                     resolve: Any, version: str = "0.33.0") -> SpecPlan | None:
+    """--speculative-config -> the drafter (None without it). `resolve` loads a draft model by id or path
+    (configurator.model.resolve.resolve_model); a draft it cannot load raises InputError."""
+    raw = flags.get("speculative_config")
+    if raw in (None, "", "{}"):
+        return None
+    d = _spec_dict(raw)
+    if not d:
+        return None
+    method = str(d.get("method") or "").lower() or None
+    draft = d.get("model")
+    k = d.get("num_speculative_tokens")
+    # SpeculativeConfig.__post_init__ (0.33.0): no method -> "ngram" for model "ngram", else by the draft's name
+    # ("eagle-" -> eagle, "eagle3" -> eagle3) or config model_type (*_mtp -> mtp), else "draft_model"
+    if method is None and draft in ("ngram", "[ngram]"):
+        method = "ngram"
+    if method and method.endswith("_mtp"):
+        method = "mtp"  # deprecated spellings, "replaced with mtp"
+    if method in NO_WEIGHT_METHODS:
+        if not isinstance(k, int) or k < 1:
+            raise InputError(f"--speculative-config: {method} needs num_speculative_tokens >= 1")
+        return SpecPlan(method=method, num_speculative_tokens=k, draft=None, weights_bytes=0)
+    if method == "mtp" or (method is None and draft is None):
+        n = _mtp_layers(model)
+        if n == 0:
+            raise InputError("--speculative-config: method mtp needs a checkpoint with MTP layers "
+                             "(num_nextn_predict_layers / mtp_num_hidden_layers); this config declares none")
+        k = int(k or n)
+        p = count_params(model)
+        w = weight_bytes(model, tp=tp, pp=1, quantization=quantization, dtype=dtype)
+        layer = max(p.per_layer_linear) + max(p.per_layer_other) + 2 * model.hidden_size * model.hidden_size
+        per_param = w.total_bytes / max(p.total, 1)
+        if w.source == "checkpoint":
+            # the checkpoint's tensor size already holds its MTP layers (e.g. DeepSeek-V3 model.layers.61)
+            mtp_bytes, note = 0, " (already inside the checkpoint size the weights come from)"
+        else:
+            mtp_bytes, note = int(n * layer * per_param / tp), f" ({n} MTP layer{'s' if n > 1 else ''} like the " \
+                                                              f"target's last, plus eh_proj 2H x H; embeddings and " \
+                                                              f"lm_head shared)"
+        last = _last_attention_layer(model)
+        layers = tuple(replace(last, index=model.num_hidden_layers + i) for i in range(n)) if last else ()
+        return SpecPlan(method="mtp", num_speculative_tokens=k, draft=None, weights_bytes=mtp_bytes,
+                        kv_layers=layers, draft_model=model, weights_note=note)
+    if not draft:
+        raise InputError(f"--speculative-config: method {method} needs a draft \"model\"")
+    if not isinstance(k, int) or k < 1:
+        raise InputError("--speculative-config: num_speculative_tokens must be a positive integer")
+    try:
+        dm = resolve(str(draft))
+    except NotFoundError as e:
+        return SpecPlan(method=method or "draft_model", num_speculative_tokens=k, draft=str(draft), weights_bytes=0,
+                        warning=f"the draft model could not be loaded ({e}): its weights and KV are not counted; "
+                                f"pass a config.json path or a cached model as \"model\"")
+    name = str(draft).lower()
+    if method is None:
+        method = "eagle" if "eagle-" in name else "eagle3" if "eagle3" in name else \
+            "mtp" if dm.model_type.endswith("_mtp") else "draft_model"
+    dtp = int(d.get("draft_tensor_parallel_size") or tp)
+    dw = weight_bytes(dm, tp=dtp, pp=1, quantization=d.get("quantization"), dtype=dtype)
+    bytes_ = dw.per_rank_bytes
+    note = ""
+    if method in ("eagle", "eagle3", "dflash") and dw.source == "config":
+        # llm_base_proposer.py _maybe_share_embeddings / _maybe_share_lm_head (0.33.0): an EAGLE head without its own
+        # embed_tokens (or with the target's) uses the target's; EAGLE-1 also shares lm_head
+        dt = DTYPE_BYTES.get(dtype, 2)
+        vocab = cdiv(dm.vocab_size, 64) * 64
+        shared = vocab * dm.hidden_size * dt // dtp
+        if method == "eagle" and not dm.tie_word_embeddings:
+            shared *= 2
+        h = dm.hidden_size
+        extra = 0
+        if method == "eagle3":
+            # llama_eagle3.py (0.33.0): its own lm_head of draft_vocab_size rows (not vocab_size), and fc from
+            # 3 target hidden states (num_aux_hidden_states) to H
+            draft_vocab = int(dm.text_config.get("draft_vocab_size") or dm.vocab_size)
+            shared += (vocab - cdiv(draft_vocab, 64) * 64) * h * dt // dtp
+            extra = 3 * h * h * dt
+        elif method == "eagle":
+            extra = 2 * h * h * dt  # llama_eagle.py: fc from [embedding; hidden state] (2H) to H
+        bytes_ = max(bytes_ - shared, 0) + extra
+        note = " (embeddings shared with the target)"
+    error = DRAFT_MODEL_REFUSED if method == "draft_model" and _key(version) < _key(DRAFT_MODEL_SINCE) else None
+    return SpecPlan(method=method, num_speculative_tokens=k, draft=str(draft), weights_bytes=bytes_,
+                    kv_layers=tuple(dm.layers), draft_model=dm, weights_note=note, error=error)
+
+
+def spec_capture_sizes(sizes: list[int], num_speculative_tokens: int) -> list[int]:
+    """CompilationConfig.adjust_cudagraph_sizes_for_spec_decode (vllm/config/compilation.py 0.33.0, model
+    runner V1 with FULL decode graphs): every size rounded up to a multiple of 1 + k, kept when it stays
+    within the largest; none left -> [1 + k]."""
+    q = 1 + num_speculative_tokens
+    if not sizes or q <= 1:
+        return sizes
+    top = max(sizes)
+    out = sorted({cdiv(n, q) * q for n in sizes if cdiv(n, q) * q <= top})
+    return out or ([q] if q <= top else [])
+
+
+# Features that made vLLM fall back to its V0 engine (engine/arg_utils.py _is_v1_supported_oracle):
+# LoRA "is experimental on VLLM_USE_V1=1. Falling back to V0 Engine." in 0.8.0 and 0.8.2 (read), not in 0.8.5;
+# speculative decoding: every method in 0.8.0 / 0.8.2 / 0.8.5 (ngram and EAGLE as experimental); in 0.9.0 all but
+# ngram, medusa, eagle, eagle3, deepseek_mtp (judged on the "method" key as given, or model "ngram"). 0.10.1.1
+# refuses draft_model instead (DRAFT_MODEL_REFUSED).
+LORA_ON_V1_SINCE = "0.8.5"
+SPEC_ON_V1_SINCE = "0.9.0"
+SPEC_V0_FALLBACK_UNTIL = "0.10.1"
+V1_SPEC_METHODS_0_9 = frozenset({"ngram", "[ngram]", "medusa", "eagle", "eagle3", "deepseek_mtp"})
+
+
+def v0_fallback(version: str, flags: dict[str, Any]) -> str | None:
+    """Why this release would run a feature on its V0 engine (not modelled), or None. VLLM_USE_V1=1 is not read."""
+    v = _key(version)
+    if _truthy(flags.get("enable_lora", False)) and v < _key(LORA_ON_V1_SINCE):
+        return (f"vLLM {version} logs 'LORA is experimental on VLLM_USE_V1=1. Falling back to V0 Engine.' "
+                f"(engine/arg_utils.py _is_v1_supported_oracle); V0 is not modelled")
+    raw = flags.get("speculative_config")
+    if raw in (None, "", "{}") or v >= _key(SPEC_V0_FALLBACK_UNTIL):
+        return None
+    d = _spec_dict(raw)
+    method = d.get("method")
+    on_v1 = v >= _key(SPEC_ON_V1_SINCE) and (
+        method in V1_SPEC_METHODS_0_9 if method else d.get("model") in ("ngram", "[ngram]"))
+    if on_v1:
+        return None
+    return (f"vLLM {version} logs 'Speculative Decoding is not supported by the V1 Engine. Falling back to V0.' "
+            f"(engine/arg_utils.py _is_v1_supported_oracle); V0 is not modelled")

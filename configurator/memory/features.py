@@ -1,0 +1,104 @@
+"""Memory of optional engine features (LoRA adapter slots, ...): pure arithmetic on small frozen inputs.
+
+Each function mirrors the tensors vLLM allocates for a feature and cites the file and release it was
+read from. Integer bytes throughout; the estimate stage (configurator/estimate/features.py) decides
+which features apply and feeds these functions primitives taken from the model description.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from configurator.units import cdiv
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """vllm/config/lora.py LoRAConfig, the fields that size GPU buffers (0.25.0 / 0.33.0)."""
+
+    max_loras: int = 1  # adapter slots on the GPU (default 1)
+    max_lora_rank: int = 16  # every slot is sized for this rank (default 16)
+    dtype_bytes: int = 2  # lora_dtype; 'auto' = the model dtype
+    fully_sharded: bool = False  # --fully-sharded-loras: shard the rank of column layers, the output of rows
+    tp: int = 1
+    moe_lora: bool = True  # the release wraps MoE experts (FusedMoEWithLoRA) and the model is MoE
+    moe_3d: bool = False  # the model's experts are stored fused (is_3d_moe_weight): FusedMoE3DWithLoRA
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One LoRA-wrapped linear module: its input width, its output slices (full, unsharded) and how TP splits it.
+
+    vllm/lora/layers/base_linear.py create_lora_weights (0.25.0, 0.33.0), per slice s:
+      lora_a_stacked[s]: (max_loras, 1, rank_a, in_per_rank)
+      lora_b_stacked[s]: (max_loras, 1, out_s_per_rank, rank)
+    column: in not split, out / tp, rank_a = rank / tp when fully sharded;
+    row: in / tp, out not split (out / tp when fully sharded); replicated: nothing split.
+    """
+
+    in_features: int
+    out_slices: tuple[int, ...]
+    kind: str = "column"  # column | row | replicated
+
+
+@dataclass(frozen=True)
+class MoEExperts:
+    """One MoE layer's routed experts (vllm/lora/layers/fused_moe.py, 0.25.0 / 0.33.0)."""
+
+    num_experts: int  # experts on this rank (all of them without expert parallelism)
+    hidden_size: int
+    intermediate_per_rank: int  # moe_intermediate_size / tp (not split with expert parallelism)
+    gated: bool = True  # gate_proj + up_proj (w1, w3); False: up_proj only
+
+
+def linear_lora_bytes(m: Linear, s: LoraSettings) -> int:
+    """Bytes of one linear module's lora_a + lora_b stacks across max_loras slots.
+
+    Llama-3-8B q/k/v at 4 adapters of rank 16, TP 1: a 3 x 16 x 4,096 + b (4,096 + 1,024 + 1,024) x 16
+    = 294,912 elements x 4 slots x 2 B = 2.25 MiB per layer.
+    """
+    r = s.max_lora_rank
+    tp = max(s.tp, 1)
+    total = 0
+    for out in m.out_slices:
+        if m.kind == "column":
+            rank_a = cdiv(r, tp) if s.fully_sharded else r
+            total += rank_a * m.in_features + cdiv(out, tp) * r
+        elif m.kind == "row":
+            total += r * cdiv(m.in_features, tp) + (cdiv(out, tp) if s.fully_sharded else out) * r
+        else:
+            total += r * m.in_features + out * r
+    return total * s.max_loras * s.dtype_bytes
+
+
+def moe_lora_bytes(e: MoEExperts, s: LoraSettings) -> int:
+    """Bytes of one MoE layer's expert LoRA stacks (vllm/lora/layers/fused_moe.py, 0.25.0 / 0.33.0).
+
+    FusedMoEWithLoRA (2D): per slot and expert, w13 lora_a (slices, rank_a, H), w13 lora_b (slices, I, rank),
+    w2 lora_a (rank, I), w2 lora_b (H, rank) (H / tp when fully sharded), slices = 2 when gated.
+    FusedMoE3DWithLoRA (fused checkpoints): one w13 lora_a slice, w13 lora_b (2 I, rank).
+    Gemma-4 26B-A4B (H 2,816, 128 experts x 704) at 4 x rank 16: 16 x (3 x 2,816 + 3 x 704) x 128 x 4 x 2 B
+    = 165 MiB per layer, x 30 layers = 4.83 GiB.
+    """
+    r = s.max_lora_rank
+    tp = max(s.tp, 1)
+    h, i = e.hidden_size, e.intermediate_per_rank
+    rank_a = cdiv(r, tp) if s.fully_sharded else r
+    w2_b = cdiv(h, tp) if s.fully_sharded else h
+    slices = 2 if e.gated else 1
+    w13 = rank_a * h + slices * i * r if s.moe_3d else slices * (rank_a * h + i * r)
+    per_expert = w13 + r * i + w2_b * r
+    return per_expert * e.num_experts * s.max_loras * s.dtype_bytes
+
+
+def lora_activation_bytes(num_tokens: int, s: LoraSettings, moe_top_k: int = 0, act_bytes: int = 2) -> int:
+    """Transient buffers of the LoRA kernels in the profiling forward pass (dummy adapters in every slot).
+
+    vllm/lora/punica_wrapper/punica_gpu.py add_lora_linear: a float32 shrink buffer (slices, tokens,
+    rank), at most 3 slices (q, k, v); lora/ops/triton_ops/fused_moe_lora_op.py: an intermediate cache
+    (slices, tokens x top_k, rank) in the activation dtype. 8,192 tokens, rank 16: 1.5 MiB (+ 4 MiB with
+    8 experts per token).
+    """
+    linear = 3 * num_tokens * s.max_lora_rank * 4
+    moe = 2 * num_tokens * moe_top_k * s.max_lora_rank * act_bytes if (s.moe_lora and moe_top_k) else 0
+    return linear + moe
