@@ -41,7 +41,7 @@ def test_accuracy_report_says_which_release_unprinted_versions_are_evaluated_as(
 
 def test_misspelled_model_lists_the_nearest_names(run_cli):  # item 25
     res = run_cli("estimate", "--model", "llama-3.1-8b-instruc", "--gpu", "l4")
-    assert res.exit_code == 2 and "nearest: llama-3.1-8b-instruct" in res.stderr
+    assert res.exit_code == 2 and "nearest: meta-llama/llama-3.1-8b-instruct" in res.stderr.lower()
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
     res = run_cli("estimate", "--model", "nope", "--gpu", "l4")
     assert res.exit_code == 2 and "unknown model 'nope'" in res.stderr
