@@ -15,6 +15,8 @@ schemas:  ## everything generated from the code: JSON Schemas, the chart's schem
 
 bench:
 	$(PYTHON) benchmarks/kv_reproduction.py
+	$(PYTHON) benchmarks/accuracy.py
+	$(PYTHON) benchmarks/error_band.py --check
 	$(PYTHON) benchmarks/cold_start.py
 	$(PYTHON) benchmarks/plan_speed.py
 	$(PYTHON) benchmarks/check_speed.py
