@@ -6,10 +6,10 @@ tool's defaults for the release it is evaluated as (a field a record marks as "v
 passed: the tool supplies its own default). No --kv-cache-memory-bytes: the full profile model.
 
 - Versioned records (the log prints a release) make the headline. Unversioned records are reported
-  apart, evaluated as the tool's default release (what `estimate` assumes without --vllm-version),
-  with the spread across PLAUSIBLE releases.
-- In-sample: the tool as shipped (its profiles/overheads.yaml coefficients were fitted by hand on the
-  dev set), and this script's own fit on all versioned records.
+  apart, evaluated as the tool's default release (what `estimate` assumes without --vllm-version;
+  --unknown-version X evaluates them as X instead), with the spread across PLAUSIBLE releases.
+- In-sample: the tool as shipped (profiles/overheads.yaml, written by --write-coefficients), and this
+  script's own fit on all versioned records (the same numbers once written).
 - Fitted here, by least squares over the versioned records: the sort-based sampler's live logits
   copies at R = 256 (sampler_copies_at_256), pooled over all eras; one constant of the 0.27+
   'consumed' accounting era (non_torch_tp1_mib of that row; runner buffers folded in), only when the
@@ -24,7 +24,7 @@ passed: the tool supplies its own default). No --kv-cache-memory-bytes: the full
   width), the CUDA-graph terms, the sampler exponent and the mechanisms above.
 - Naive baseline: `util x total - weights` with the tool's own weight prediction.
 
-Usage: python benchmarks/accuracy.py [--out benchmarks/accuracy.md] [--write-coefficients]
+Usage: python benchmarks/accuracy.py [--out benchmarks/accuracy.md] [--unknown-version X] [--write-coefficients]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OVERHEADS = ROOT / "profiles" / "overheads.yaml"
 PLAUSIBLE = ("0.11.0", "0.19.0", NEWEST)  # releases an unversioned record could be
 MIN_ERA_RECORDS = 3
+DEFAULT_NOTE = " (the tool's default release)"
 NON_TORCH_BYTES = 130 * MiB  # cuBLAS / CUDA-graph-pool non-torch memory of one GPU; held, not fitted
 CONSUMED_ERA = "0.27.0"  # the era whose 'consumed' accounting adds an own constant
 K_GRID = [i / 20 for i in range(0, 241)]  # sampler copies at R = 256: 0 .. 12
@@ -292,11 +293,12 @@ def stats(errs: list[float]) -> dict:
     return {"n": len(a), "median": statistics.median(a) if a else float("nan"), "p90": _pct(a, 0.9)}
 
 
-def evaluate(paths=ALL_LOGS) -> dict:
+def evaluate(paths=ALL_LOGS, unknown_version: str = NEWEST) -> dict:
+    """Every record run; one that prints no release is evaluated as `unknown_version`."""
     cs, skipped = cases(paths)
     rows: list[dict] = []
     for c in cs:
-        version = c.version or NEWEST
+        version = c.version or unknown_version
         try:
             res = run(c, version)
             p = parts(c, version) if c.logged_kv is not None else None
@@ -326,7 +328,7 @@ def evaluate(paths=ALL_LOGS) -> dict:
                 co = coeffs_from(fg, r["version"])
                 r["cv_kv"] = kv_with(r["parts"], co) if r["parts"] else None
                 r["cv_verdict"] = run(r["case"], r["version"], co).verdict
-    return {"rows": rows, "skipped": skipped, "fitted": fitted_all, "groups": groups}
+    return {"rows": rows, "skipped": skipped, "fitted": fitted_all, "groups": groups, "unknown": unknown_version}
 
 
 def summary(ev: dict) -> dict:
@@ -430,11 +432,12 @@ def report(ev: dict, s: dict) -> list[str]:
         f"| {f(s['naive'])} |",
         f"| records | {s['in']['n']} | {s['naive']['n']} |", "",
         "## Records that print no release (apart from the headline)", "",
-        f"Evaluated as {NEWEST}, the tool's default release; the spread over plausible releases is shown. "
+        f"Evaluated as {ev['unknown']}{DEFAULT_NOTE if ev['unknown'] == NEWEST else ''}; "
+        "the spread over plausible releases is shown. "
         "They are not used to fit.", "",
         "| evaluated as | median / p90 GiB | records |", "|---|---|---|",
-        f"| {NEWEST} (tool default) | {f(s['apart'])} | {s['apart']['n']} |",
-        *(f"| {ver} | {f(st)} | {st['n']} |" for ver, st in s["apart_spread"].items() if ver != NEWEST),
+        f"| {ev['unknown']} (as run) | {f(s['apart'])} | {s['apart']['n']} |",
+        *(f"| {ver} | {f(st)} | {st['n']} |" for ver, st in s["apart_spread"].items() if ver != ev["unknown"]),
         f"| naive baseline | {f(s['apart_naive'])} | {s['apart_naive']['n']} |", "",
         f"## Verdicts ({s['n_verdicts']} records run, versioned and not)", "",
         "| | in-sample | cross-validated |", "|---|---|---|",
@@ -478,10 +481,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("logs", nargs="*", type=Path, default=list(ALL_LOGS))
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("accuracy.md"))
+    ap.add_argument("--unknown-version", default=NEWEST,
+                    help="the release a record that prints none is evaluated as (default: the tool's, %(default)s)")
     ap.add_argument("--write-coefficients", action="store_true",
                     help="write the fit on all versioned records into profiles/overheads.yaml")
     a = ap.parse_args(argv)
-    ev = evaluate(a.logs)
+    ev = evaluate(a.logs, a.unknown_version)
     if a.write_coefficients:
         write_coefficients(ev["fitted"])
         print(f"wrote {OVERHEADS.relative_to(ROOT)}; run again to evaluate with it")
