@@ -7,9 +7,10 @@ A first, documented model (docs/memory-model.md). What vLLM measures:
 - non-torch memory that appears after the baseline snapshot (NCCL buffers with TP/PP, cuBLAS
   workspaces);
 - from vLLM 0.20 the CUDA-graph pool estimate (0 with --enforce-eager).
-The coefficients are fitted on ../shared/data/vllm-startup-logs.dev.jsonl (see
-benchmarks/accuracy.md) and kept as data in profiles/overheads.yaml; a calibration file from a
-real log replaces them.
+Mechanisms from vLLM's source: FlashInfer's sampler (0.9-0.11), the persistent fused-MoE workspace
+(0.19+), the V2 penalty state. The remaining coefficients are fitted by benchmarks/accuracy.py on
+the dev + dev2 logs that print their release (see docs/accuracy.md) and kept as data in
+profiles/overheads.yaml; a calibration file from a real log replaces them.
 """
 
 from __future__ import annotations
@@ -90,9 +91,9 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
                        num_capture_sizes: int = REFERENCE_CAPTURE_SIZES, moe_workspace_persistent: bool = False,
                        flashinfer_sampler: bool = False,
                        coeffs: OverheadCoefficients = DEFAULT_COEFFICIENTS) -> Overheads:
-    """Overheads for one rank. Llama-3.1-8B on H100 (0.11-0.26), mnbt 8,192, R 1,024: forward
-    ~0.8 GiB; sampler 1,024 x 128,256 x 4 B x 9.6 copies = 4.7 GiB -> activation 4.7 GiB
-    (vLLM logged 4.76 GiB)."""
+    """Overheads for one rank. Llama-3.1-8B on H100 (0.19), mnbt 8,192, R 1,024: forward ~0.8 GiB;
+    sort-based sampler 1,024 x 128,256 x 4 B x 9.1 copies (6.2 x 4 ** 0.28) = 4.47 GiB -> activation
+    4.47 GiB (vLLM logged 4.76 GiB)."""
     workspace = 0
     if moe_workspace_persistent and experts_per_token and moe_intermediate_size:
         # the fused-MoE workspaces are held by the WorkspaceManager and outlive the forward pass, so the
