@@ -57,6 +57,7 @@ def load_benchmark(name: str):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, mod)  # dataclasses with string annotations look their module up there
     spec.loader.exec_module(mod)
     return mod
 

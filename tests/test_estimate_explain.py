@@ -3,6 +3,7 @@
 import pytest
 
 from configurator.estimate import EstimateRequest, estimate, request_bytes
+from configurator.estimate.explain import _sz
 from configurator.units import GiB
 from configurator.vllm import messages
 
@@ -17,7 +18,7 @@ def test_batch_total_is_a_cap_not_a_reservation_next_to_fits():  # item 4
     text = "\n".join(r.derivation)
     assert "sequences =" not in text  # the old "x 1,024 sequences = 512 GiB"
     assert "is a cap, not a reservation" in text and "all 1,024 at full length would need" in text
-    pool = f"the {r.memory.kv_cache_bytes / GiB:.2f} GiB pool holds {r.kv_cache.max_concurrency:.2f}"
+    pool = f"the {_sz(r.memory.kv_cache_bytes)} pool holds {r.kv_cache.max_concurrency:.2f}"
     assert pool in text
 
 

@@ -154,10 +154,11 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         tp=tp, pp=pp, last_stage=True, enforce_eager=inp.eager,
         cudagraph_counted=b.cudagraph_estimate and (not inp.v2 or b.v2_cudagraph_estimate),
         v2_sampler_state=inp.v2, coeffs=req.coefficients or coefficients_for(b.version),
-        moe_intermediate_size=int(tc.get("moe_intermediate_size") or 0) if inp.is_moe else 0,
+        moe_intermediate_size=int(tc.get("moe_intermediate_size") or model.intermediate_size or 0) if inp.is_moe else 0,
         experts_per_token=int(tc.get("num_experts_per_tok") or tc.get("top_k_experts") or tc.get("moe_topk") or 0)
         if inp.is_moe else 0,
-        num_capture_sizes=len(capture_sizes(inp)))
+        num_capture_sizes=len(capture_sizes(inp)),
+        moe_workspace_persistent=b.moe_workspace_persistent, flashinfer_sampler=b.flashinfer_sampler)
     other = ov.runner_bytes if b.accounting == "consumed" else 0
     if feats.activation_bytes:
         ov = replace(ov, activation_bytes=ov.activation_bytes + feats.activation_bytes)

@@ -7,9 +7,10 @@ A first, documented model (docs/memory-model.md). What vLLM measures:
 - non-torch memory that appears after the baseline snapshot (NCCL buffers with TP/PP, cuBLAS
   workspaces);
 - from vLLM 0.20 the CUDA-graph pool estimate (0 with --enforce-eager).
-The coefficients are fitted on ../shared/data/vllm-startup-logs.dev.jsonl (see
-benchmarks/accuracy.md) and kept as data in profiles/overheads.yaml; a calibration file from a
-real log replaces them.
+Mechanisms from vLLM's source: FlashInfer's sampler (0.9-0.11), the persistent fused-MoE workspace
+(0.19+), the V2 penalty state. The remaining coefficients are fitted by benchmarks/accuracy.py on
+the dev + dev2 logs that print their release (see docs/accuracy.md) and kept as data in
+profiles/overheads.yaml; a calibration file from a real log replaces them.
 """
 
 from __future__ import annotations
@@ -51,7 +52,25 @@ class OverheadCoefficients:
 
 
 DEFAULT_COEFFICIENTS = OverheadCoefficients()
+# FlashInfer's top-k / top-p sampler (the default 0.9-0.11) holds, counted in fp32 R x vocab units: the
+# model's bf16 logits (0.5), their fp32 copy (Sampler.forward: logits.to(torch.float32), 1) and the
+# softmax probabilities it samples from (1). Not fitted; the sort-based PyTorch path is (sampler_copies).
+FLASHINFER_SAMPLER_COPIES = 2.5
 REFERENCE_CAPTURE_SIZES = 51  # default capture sizes at a 512 ceiling (1, 2, 4, 8..248 by 8, 256..512 by 16)
+
+
+def moe_workspace_bytes(num_tokens: int, top_k: int, moe_intermediate_size: int, hidden_size: int, tp: int,
+                        act_bytes: int = 2) -> int:
+    """The fused-MoE experts' two workspaces for one forward over `num_tokens` tokens (bytes).
+
+    Mirrors TritonExperts.workspace_shapes (fused_moe/experts/triton_moe.py, vLLM 0.25.1):
+    workspace13 (M, topk, max(N / 2, K)) and workspace2 (M, topk, max(N, K)) in the activation dtype,
+    N = 2 x moe_intermediate_size / tp (gate and up), K = hidden_size, M = the batch's tokens (no chunking
+    in modular_kernel.py 0.25.1). Qwen3.5-35B-A3B at 8,192 tokens: 8,192 x 8 x (2,048 + 2,048) x 2 B
+    = 512 MiB.
+    """
+    n = 2 * moe_intermediate_size // max(tp, 1)
+    return num_tokens * top_k * (max(n // 2, hidden_size) + max(n, hidden_size)) * act_bytes
 
 
 @dataclass(frozen=True)
@@ -69,18 +88,29 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
                        max_num_batched_tokens: int, max_num_seqs: int, tp: int, pp: int,
                        last_stage: bool, enforce_eager: bool, cudagraph_counted: bool,
                        v2_sampler_state: bool, moe_intermediate_size: int = 0, experts_per_token: int = 0,
-                       num_capture_sizes: int = REFERENCE_CAPTURE_SIZES,
+                       num_capture_sizes: int = REFERENCE_CAPTURE_SIZES, moe_workspace_persistent: bool = False,
+                       flashinfer_sampler: bool = False,
                        coeffs: OverheadCoefficients = DEFAULT_COEFFICIENTS) -> Overheads:
-    """Overheads for one rank. Llama-3.1-8B on H100 (0.11-0.26), mnbt 8,192, R 1,024: forward
-    ~0.8 GiB; sampler 1,024 x 128,256 x 4 B x 9.6 copies = 4.7 GiB -> activation 4.7 GiB
-    (vLLM logged 4.76 GiB)."""
-    # per token: the MLP's gate/up output (for MoE, top-k experts' worth), q/k/v, a few hidden-size buffers
-    mlp = max(intermediate_size, experts_per_token * moe_intermediate_size)
+    """Overheads for one rank. Llama-3.1-8B on H100 (0.19), mnbt 8,192, R 1,024: forward ~0.8 GiB;
+    sort-based sampler 1,024 x 128,256 x 4 B x 9.1 copies (6.2 x 4 ** 0.28) = 4.47 GiB -> activation
+    4.47 GiB (vLLM logged 4.76 GiB)."""
+    workspace = 0
+    if moe_workspace_persistent and experts_per_token and moe_intermediate_size:
+        # the fused-MoE workspaces are held by the WorkspaceManager and outlive the forward pass, so the
+        # sampler's peak adds to them; the MoE part of the transient forward is then this workspace
+        workspace = moe_workspace_bytes(max_num_batched_tokens, experts_per_token, moe_intermediate_size,
+                                        hidden_size, tp)
+        mlp = intermediate_size if intermediate_size != moe_intermediate_size else 0
+    else:
+        # per token: the MLP's gate/up output (for MoE, top-k experts' worth)
+        mlp = max(intermediate_size, experts_per_token * moe_intermediate_size)
+    # per token: the MLP's gate/up output, q/k/v, a few hidden-size buffers
     width = (2 * mlp + (num_attention_heads + 2 * num_kv_heads) * head_dim) // tp + 4 * hidden_size
     forward = int(max_num_batched_tokens * width * coeffs.forward_bytes_per_element)
     rows = min(max_num_seqs, max_num_batched_tokens)
-    sampler = int(rows * vocab_size * 4 * coeffs.sampler_copies(rows)) if last_stage else 0
-    activation = max(forward, sampler)
+    copies = FLASHINFER_SAMPLER_COPIES if flashinfer_sampler else coeffs.sampler_copies(rows)
+    sampler = int(rows * vocab_size * 4 * copies) if last_stage else 0
+    activation = workspace + max(forward, sampler)
     non_torch = coeffs.non_torch_multi_gpu_bytes if tp * pp > 1 else coeffs.non_torch_tp1_bytes
     graphs = 0
     if cudagraph_counted and not enforce_eager:

@@ -148,6 +148,14 @@ class Behaviour:
     kv_cache_memory_bytes_flag: bool = True
     # --dtype auto on a GPU without bfloat16 falls back to float16 (config/model.py, 0.10+)
     auto_dtype_fallback: bool = True
+    # the fused-MoE workspaces live in the persistent WorkspaceManager (v1/worker/workspace.py;
+    # fused_moe/modular_kernel.py::_allocate_buffers calls current_workspace_manager().get_simultaneous):
+    # they stay allocated through the profiling run's sampler step (0.19.0+; not in 0.11.0)
+    moe_workspace_persistent: bool = True
+    # V1's top-k / top-p sampler is FlashInfer's by default on CUDA (VLLM_USE_FLASHINFER_SAMPLER unset
+    # means on: v1/sample/ops/topk_topp_sampler.py 0.9.0-0.11.0); from 0.13.0 the PyTorch-native sort-based
+    # path is the default and FlashInfer is opt-in (0.13.0, 0.15.0, 0.19.0, 0.25.1, 0.33.0)
+    flashinfer_sampler: bool = False
 
 
 # One row per change; each row lists only what changed at that release (first release seen with it
@@ -167,7 +175,8 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     auto_dtype_fallback=False, longrope_default_original=False,
                     kv_cache_memory_bytes_flag=False, group_pad_ratio=0.0, capture_mnbt=False,
                     capture_blackwell_1024=False, capture_decode_size=False, qwen35_ssm_key=False,
-                    hybrid_mla_align_128=False, mamba_state_in_kv_dtype=True)),
+                    hybrid_mla_align_128=False, mamba_state_in_kv_dtype=True,
+                    moe_workspace_persistent=False, flashinfer_sampler=True)),
     ("0.8.3", dict(log_style="v0_8")),
     ("0.8.4", dict(small_tier_seqs=256)),
     ("0.8.5", dict(batch_tiers="mem70")),
@@ -179,13 +188,14 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.11.1", dict(longrope_default_original=True, mnbt_clamp=True, chunked_forced=False)),
     ("0.12.0", dict(log_style="v0_12", group_pad_ratio=1.25)),
     ("0.13.0", dict(mla_block="flashmla", messages="v0_13", hybrid_prefix_caching_supported=True,
-                    nemotron_h_ssm_dtype="float16")),
+                    nemotron_h_ssm_dtype="float16", flashinfer_sampler=False)),
     ("0.14.0", dict(log_style="v0_14")),
     ("0.15.0", dict(fit_check="first_group", messages="v0_15", auto_max_model_len=True,
                     requested_rounding="ceil",
                     mamba_all_mode=True, chunked_local_hma=True, mla_block="fi_mla")),
     ("0.17.0", dict(qwen35_ssm_key=True)),
-    ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", checkpoint_kv_auto=True, group_pad_ratio=1.5)),
+    ("0.19.0", dict(fit_check="groups", mla_block="fa_mla", checkpoint_kv_auto=True, group_pad_ratio=1.5,
+                    moe_workspace_persistent=True)),
     ("0.20.0", dict(default_gpu_memory_utilization=0.92, cudagraph_estimate=True, hybrid_align="kernel",
                     nemotron_h_ssm_dtype="float32")),
     ("0.21.0", dict(tokens="concurrency", capture_mnbt=True)),
