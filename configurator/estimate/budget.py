@@ -45,6 +45,8 @@ class Budget:
     stages: tuple[range, ...]  # layers of each PP stage
     weights_oom: bool
     calibrated: bool = False  # measured weights and overheads from a calibration file
+    # the calibrated run had another TP / PP layout: the new layout's communication buffers were not measured
+    calibrated_other_layout: bool = False
     errors: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     derivation: tuple[str, ...] = ()
@@ -86,13 +88,17 @@ def overhead_scale(predicted_now: int, predicted_then: int) -> float:
     return predicted_now / predicted_then if predicted_then > 0 else 1.0
 
 
+def calibration_layout(cal: CalibrationLike) -> tuple[int, int]:
+    """(TP, PP) of the calibrated run."""
+    return int(cal.flags.get("tensor_parallel_size") or 1), int(cal.flags.get("pipeline_parallel_size") or 1)
+
+
 def apply_calibration(cal: CalibrationLike, inp: Inputs, weights: int, ov: Overheads,
                       other: int) -> tuple[int, Overheads, int, str]:
     """Measured weights and overheads replace the model's, scaled by the model's own ratios when
     the flags differ from the calibrated run."""
     m = cal.measured
-    same_layout = (int(cal.flags.get("tensor_parallel_size") or 1),
-                   int(cal.flags.get("pipeline_parallel_size") or 1)) == (inp.tp, inp.pp)
+    same_layout = calibration_layout(cal) == (inp.tp, inp.pp)
     if m.weights_bytes:
         if same_layout:
             weights = m.weights_bytes
@@ -192,4 +198,5 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     return Budget(total_bytes=total, requested_bytes=requested, weights=w, weights_bytes=weights, overheads=ov,
                   other_bytes=other, available_bytes=available, free_bytes=free, kv_bytes_flag=kv_bytes_flag,
                   stages=tuple(stages), weights_oom=weights_oom, calibrated=cal is not None, errors=tuple(errors),
+                  calibrated_other_layout=cal is not None and calibration_layout(cal) != (tp, pp),
                   warnings=tuple(warnings), derivation=tuple(derivation), features=feats)

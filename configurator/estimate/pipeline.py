@@ -38,9 +38,14 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
     if budget.kv_bytes_flag:
         below = above = 0
         why = "--kv-cache-memory-bytes: vLLM uses exactly this many bytes"
-    elif budget.calibrated:
+    elif budget.calibrated and not budget.calibrated_other_layout:
         below = above = CALIBRATED_BYTES
         why = "calibrated from a real log of this model, GPU and release"
+    elif budget.calibrated:  # measured at another TP / PP: the new layout's communication memory is predicted
+        below, above, row = band_bytes(inp.b.version, inp.model)
+        below, above = max(below, CALIBRATED_BYTES), max(above, CALIBRATED_BYTES)
+        why = (f"calibrated at another tensor / pipeline layout, so the dev logs' error for {row} applies "
+               "(profiles/error_bands.yaml)")
     else:
         below, above, row = band_bytes(inp.b.version, inp.model)
         why = f"the dev logs' 95th-percentile error for {row} (profiles/error_bands.yaml)"
