@@ -27,8 +27,6 @@ import json
 import re
 from collections import defaultdict
 
-import pytest
-
 from configurator.errors import ConfiguratorError
 from configurator.hardware.catalog import find_gpu
 from configurator.model.resolve import resolve_model

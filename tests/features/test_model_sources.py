@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from configurator.model import resolve
 from tests.conftest import ROOT
 
 PROFILES = ROOT / "profiles" / "models"
@@ -107,11 +106,11 @@ def test_the_hugging_face_cache_is_looked_up_through_huggingface_hub(estimate_js
     _hf_cache(cache, FAKE_ID, _profile("Qwen__Qwen3-8B")["config"])
     # not cached yet: the unknown-model message (offline, so the Hub is not asked)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "elsewhere"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "elsewhere"))
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
     missing = run_cli("estimate", "--model", FAKE_ID, "--gpu", "l4")
     assert missing.exit_code == 2 and FAKE_ID in missing.stderr
-    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     out = _estimate(estimate_json, "--model", FAKE_ID, "--gpu", "l4")
     builtin = _estimate(estimate_json, "--model", "Qwen/Qwen3-8B", "--gpu", "l4")
     assert out["model"]["name"] == FAKE_ID  # named by its repository id, not the snapshot's path
@@ -119,16 +118,14 @@ def test_the_hugging_face_cache_is_looked_up_through_huggingface_hub(estimate_js
     assert out["kv_cache"] == builtin["kv_cache"]
 
 
-def test_the_hugging_face_cache_without_huggingface_hub_installed(tmp_path, monkeypatch):
-    cache = tmp_path / "hub"
-    snap = _hf_cache(cache, FAKE_ID, _profile("Qwen__Qwen3-8B")["config"])
-    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # import fails: the folder layout is read directly
-    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
-    assert resolve._from_hf_cache(FAKE_ID) == snap
-    assert resolve._from_hf_cache("example-org/not-there") is None
-    monkeypatch.delenv("HF_HUB_CACHE")
-    monkeypatch.setenv("HF_HOME", str(tmp_path))  # HF_HOME/hub is the cache when HF_HUB_CACHE is unset
-    assert resolve._from_hf_cache(FAKE_ID) == snap
+def test_the_hugging_face_cache_under_hf_home(estimate_json, tmp_path, monkeypatch):
+    """HF_HOME/hub is the cache when HF_HUB_CACHE is unset (huggingface_hub's own rule)."""
+    _hf_cache(tmp_path / "hub", FAKE_ID, _profile("Qwen__Qwen3-8B")["config"])
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = _estimate(estimate_json, "--model", FAKE_ID, "--gpu", "l4")
+    assert out["model"]["name"] == FAKE_ID and out["model"]["num_hidden_layers"] == 36
 
 
 def test_hf_hub_cache_set_in_the_environment_of_the_installed_command(tmp_path):
