@@ -424,7 +424,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     estimates: dict = {}  # (model, GPU, release, flags, used) -> estimate; models stay alive in `models`
     gpus: dict = {}  # (GPU annotation, node labels, GPU resource) -> (GPU, where it came from)
     releases: dict = {}  # (image, VLLM_VERSION env) -> Release
-    found, not_understood = extract_all(docs)
+    found, not_understood = extract_all(docs, opts.vllm_version)
     for nu in not_understood:
         out.add("not-understood", nu.reason, nu.loc, ObjectRef(kind=nu.kind, name=nu.name))
     dirs = opts.model_config_dirs + tuple(settings.config.model_config_dirs)
