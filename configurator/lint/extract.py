@@ -526,6 +526,13 @@ def probe_budget(probe: Node) -> int | None:
     return total[0] + total[1] * total[2]
 
 
+@lru_cache(maxsize=1024)
+def _size_limit_bytes(text: str) -> int:
+    """A /dev/shm sizeLimit by Kubernetes' rules; the same few sizes recur across a repository (cached; a
+    refusal, QuantityError, is raised again each time)."""
+    return quantity_bytes(text, what="sizeLimit")
+
+
 def container_facts(server: Server, pod: Node, c: Node) -> None:
     """GPU request, memory-backed /dev/shm, and the startup budget of the probes."""
     gpu_request(server, c)
@@ -543,7 +550,7 @@ def container_facts(server: Server, pod: Node, c: Node) -> None:
                     server.shm_bytes = 0
                     continue
                 try:  # Kubernetes' own parser; a size it refuses is never read as "no limit"
-                    server.shm_bytes = quantity_bytes(raw if isinstance(raw, str) else str(raw), what="sizeLimit")
+                    server.shm_bytes = _size_limit_bytes(raw if isinstance(raw, str) else str(raw))
                 except QuantityError as e:
                     server.shm_bytes = None
                     server.shm_error = f"/dev/shm sizeLimit: {e}"
