@@ -128,7 +128,9 @@ def _pairs(formats: Sequence[str], outputs: Sequence[str]) -> list[tuple[str, st
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--gpu", default=None, help="GPU assumed when a manifest does not say (name, alias or label value).")
 @click.option("--model-config", "model_config", multiple=True, type=click.Path(file_okay=False),
-              help="Folder of local config.json files for models that are not built in (repeatable).")
+              help="Folder of local config.json files for models that are not built in, or NAME=PATH: the "
+                   "config.json, model folder or catalog id for a served name or container path (`/models/llama="
+                   "./llama/config.json`; added to `models:` of the config file). Repeatable.")
 @click.option("--workload", default=None, help="Workload whose target concurrency must fit (name or file).")
 @click.option("--vllm-version", "--vllm_version", "vllm_version", default=None,
               help="vLLM release assumed when an image tag does not name one.")
@@ -162,6 +164,10 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, for
 
     pairs = _pairs(formats, outputs)
     settings = settings_for(list(paths), config_path)
+    mapped = dict(m.split("=", 1) for m in model_config if "=" in m)  # NAME=PATH: into `models:`, over the file's
+    if mapped:
+        settings.config = settings.config.model_copy(update={"models": {**settings.config.models, **mapped}})
+    model_config = tuple(m for m in model_config if "=" not in m)
     cfg = settings.config
     for name in (gpu, settings.default_gpu(), *((cfg.gpu or {}).values() if isinstance(cfg.gpu, dict) else ())):
         if name:

@@ -31,6 +31,17 @@ def memory_used(text: str | None) -> int:
     return parse_size(text, what="--gpu-memory-used", bare="GiB") if text else 0
 
 
+def model_spec(name: str, model_configs: tuple[str, ...] = (), revision: str | None = None):
+    """Resolve --model (through --model-config NAME=PATH, at --revision) and print its warnings, such as a
+    derivative's inferred base."""
+    from configurator.model.resolve import parse_model_configs, resolve
+
+    r = resolve(name, revision=revision, model_configs=parse_model_configs(model_configs, name))
+    for w in r.warnings:
+        click.echo(f"warning: {w}", err=True)
+    return r.spec
+
+
 def gpu_note(gpu: str | None) -> None:
     """Say which GPU an ambiguous alias picked (`--gpu a100` -> a100-80gb)."""
     if gpu:

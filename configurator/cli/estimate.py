@@ -27,7 +27,13 @@ def _flag_options(fn):
 
 
 @click.command("estimate", context_settings={"ignore_unknown_options": False})
-@click.option("--model", "model", help="Built-in profile, Hugging Face id, or path to config.json / model folder.")
+@click.option("--model", "model", help="Catalog id (`vllm-configurator models`), Hugging Face id, or path to "
+              "config.json / model folder.")
+@click.option("--model-config", "model_configs", multiple=True, metavar="NAME=PATH",
+              help="The config.json, model folder or catalog id for a model name, served name or path inside a "
+                   "container (`/models/llama=./llama/config.json`); a bare PATH is for --model. Repeatable.")
+@click.option("--revision", default=None, help="Hub revision (branch, tag or commit) to read a Hub model's "
+              "config at.")
 @click.option("--gpu", help="GPU name, alias, or node-label value (see `vllm-configurator gpus`); "
               "MIG: a100-80gb:3g.40gb.")
 @click.option("--gpu-memory", "--gpu_memory", "gpu_memory",
@@ -46,8 +52,8 @@ def _flag_options(fn):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @_flag_options
 @click.argument("serve_command", nargs=-1, type=click.UNPROCESSED)
-def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, calibration, entry, fmt,
-                 serve_command, **flags) -> None:
+def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_used, vllm_version, image, calibration,
+                 entry, fmt, serve_command, **flags) -> None:
     """What vLLM will allocate and log for these flags, and whether it will start.
 
     Takes vLLM's flags by vLLM's names (dashes or underscores), or a whole command after `--`:
@@ -86,7 +92,8 @@ def estimate_cmd(model, gpu, gpu_memory, gpu_memory_used, vllm_version, image, c
     parsed.pop("model", None)
     if not name:
         raise click.UsageError("name a model with --model (or after `-- vllm serve`)")
-    result = estimate(EstimateRequest(model=name, gpu=gpu, gpu_memory=gpu_memory,
+    spec = common.model_spec(name, model_configs, revision)
+    result = estimate(EstimateRequest(model=spec, gpu=gpu, gpu_memory=gpu_memory,
                                       vllm_version=version, flags=parsed,
                                       gpu_memory_used=common.memory_used(gpu_memory_used),
                                       calibration=common.calibration(calibration), entry=entry))

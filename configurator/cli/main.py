@@ -42,6 +42,7 @@ def _register() -> None:
     from configurator.cli.check import check_cmd
     from configurator.cli.estimate import estimate_cmd
     from configurator.cli.gpus import gpus_cmd
+    from configurator.cli.models import models_cmd
     from configurator.cli.plan import plan_cmd
     from configurator.cli.rules import rules_cmd
 
@@ -53,6 +54,7 @@ def _register() -> None:
     cli.add_command(webhook_cmd)
     cli.add_command(audit_cmd)
     cli.add_command(gpus_cmd)
+    cli.add_command(models_cmd)
     cli.add_command(rules_cmd)
 
 

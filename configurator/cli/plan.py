@@ -15,7 +15,12 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 
 
 @click.command("plan")
-@click.option("--model", required=True, help="Built-in profile, Hugging Face id, or path to config.json.")
+@click.option("--model", required=True, help="Catalog id (`vllm-configurator models`), Hugging Face id, or path "
+              "to config.json.")
+@click.option("--model-config", "model_configs", multiple=True, metavar="NAME=PATH",
+              help="The config.json, model folder or catalog id for a model name, served name or container path; "
+                   "a bare PATH is for --model. Repeatable.")
+@click.option("--revision", default=None, help="Hub revision (branch, tag or commit) to read a Hub model's config at.")
 @click.option("--gpu", help="GPU name, alias or node-label value (see `vllm-configurator gpus`).")
 @click.option("--gpu-memory", "--gpu_memory", "gpu_memory", help="GPU memory as CUDA reports it, e.g. 79.18GiB.")
 @click.option("--gpus", type=int, default=None, help="GPUs available: also choose tensor / pipeline parallelism.")
@@ -57,9 +62,9 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
               help="With --emit: when no plan carries the target, emit the best plan (the flags that carry the most "
                    "of it) anyway; the exit code stays 1.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def plan_cmd(model, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context, prompt_tokens, output_tokens,
-             concurrency, headroom, max_util, gpu_memory_used, kv_cache_dtype, tp, pp, quantization, vllm_version,
-             image, calibration, entry, emit, output, force, best_effort, fmt, max_model_len) -> None:
+def plan_cmd(model, model_configs, revision, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context, prompt_tokens,
+             output_tokens, concurrency, headroom, max_util, gpu_memory_used, kv_cache_dtype, tp, pp, quantization,
+             vllm_version, image, calibration, entry, emit, output, force, best_effort, fmt, max_model_len) -> None:
     """Choose --gpu-memory-utilization, --kv-cache-dtype, --max-num-seqs and --max-model-len (and, with
     --gpus, the parallelism) that vLLM accepts and that carry the workload; explain each.
 
@@ -79,8 +84,9 @@ def plan_cmd(model, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context,
             raise InputError(f"{name} must be a positive integer, got {v}")
     w = override(load_workload(workload), max_context_tokens=max_context, prompt_tokens=prompt_tokens,
                  output_tokens=output_tokens, concurrency=concurrency)
+    spec = common.model_spec(model, model_configs, revision)
     result = plan(PlanRequest(
-        model=model, workload=w, gpu=gpu, gpu_memory=gpu_memory, gpus=gpus,
+        model=spec, workload=w, gpu=gpu, gpu_memory=gpu_memory, gpus=gpus,
         vllm_version=common.release(vllm_version, image), headroom=headroom, max_gpu_memory_utilization=max_util,
         gpu_memory_used=common.memory_used(gpu_memory_used), calibration=common.calibration(calibration),
         kv_cache_dtype=kv_cache_dtype, tensor_parallel_size=tp, pipeline_parallel_size=pp,

@@ -1,92 +1,59 @@
-"""Resolve `--model` to a ModelSpec: a local config.json or model folder, a built-in profile
-(profiles/models/), the local Hugging Face cache, or the Hub (through huggingface_hub)."""
+"""Resolve `--model` to a ModelSpec, in this order:
+
+1. `--model-config NAME=PATH` (or `models:` in .vllm-configurator.yaml, through `check`): the name is
+   replaced by the config file, model folder or catalog id it maps to;
+2. a local config.json or model folder that exists (a path that does not exist but whose last part is a
+   catalog model's name, `/models/Qwen3-8B`, takes that model's geometry with a warning);
+3. the offline catalog (built-in profiles and catalog parts, configurator.model.catalog);
+4. the Hugging Face cache, then the Hub (configurator.model.hub), for a Hub id at `--revision`;
+5. a quantized or fine-tuned derivative of a catalog model (configurator.model.derivatives), with a
+   warning naming the base;
+6. otherwise: unknown, with the nearest catalog names.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import difflib
-import json
+import dataclasses
 import os
 import re
-from functools import lru_cache
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from configurator.errors import ConfigError, InputError, NotFoundError
+from configurator.errors import InputError, NotFoundError
+from configurator.model import catalog
+from configurator.model.catalog import Entry, profile_files, read_json
 from configurator.model.hf_config import read_model_spec
 from configurator.model.spec import ModelSpec
-from configurator.resources import data_path
+
+# kept for the callers that predate the catalog module
+_profile_files = profile_files
+_read_json = read_json
 
 
-def _read_json(path: Path, what: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: malformed or truncated {what} (line {e.lineno}: {e.msg})") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read {what} ({e.strerror})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: {what} must be a JSON object")
-    return data
+@dataclass(frozen=True)
+class Resolution:
+    """A resolved model, how it was found, where its config came from, and what to tell the user."""
 
-
-def _profile_dir() -> Path:
-    return data_path("profiles", "models")
-
-
-@lru_cache(maxsize=1)
-def _profile_files() -> dict[str, Path]:
-    """lower-case 'org/name' -> profile file (from the file name alone: no parsing)."""
-    return {p.stem.replace("__", "/").lower(): p for p in sorted(_profile_dir().glob("*.json"))}
-
-
-@lru_cache(maxsize=1)
-def _alias_index() -> dict[str, Path]:
-    idx: dict[str, Path] = {}
-    for key, p in _profile_files().items():
-        idx.setdefault(key.split("/", 1)[-1], p)
-        for a in _read_json(p, "model profile").get("aliases", []):
-            idx.setdefault(str(a).lower(), p)
-    return idx
+    spec: ModelSpec
+    how: str  # local | catalog | hf-cache | hub | derivative | model-config | path-name
+    config_source: str
+    warnings: tuple[str, ...] = ()
 
 
 def profile_names() -> list[str]:
-    """Every built-in model's Hugging Face id and aliases."""
-    names = []
-    for p in _profile_files().values():
-        d = _read_json(p, "model profile")
-        names.append(d["hf_id"])
-        names += d.get("aliases", [])
-    return names
+    """Every catalog model's Hugging Face id and aliases."""
+    return catalog.names()
 
 
-def load_profile(path: Path) -> ModelSpec:
-    d = _read_json(path, "model profile")
-    config = d.get("config")
-    if d.get("derived_from"):
-        base = _read_json(_find_profile_file(d["derived_from"]) or path, "model profile")["config"]
-        config = _merge(base, d.get("config_overrides") or {})
-    if not isinstance(config, dict):
-        raise ConfigError(f"{path}: profile has no config")
-    return read_model_spec(config, name=d["hf_id"], hf_quant_config=d.get("hf_quant_config"),
-                           weights_bytes=d.get("weights_bytes"), weights_source=d.get("weights_source"),
-                           hf_id=d["hf_id"])
+def load_profile(path: Path | Entry) -> ModelSpec:
+    """A built-in profile file's (or a catalog entry's) ModelSpec."""
+    return path.spec() if isinstance(path, Entry) else catalog.load_profile(path)
 
 
-def _merge(base: dict, over: dict) -> dict:
-    """Top-level keys of a derived profile replace the base's; a nested text_config is merged."""
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _merge(out[k], v) if k == "text_config" and isinstance(out.get(k), dict) else v
-    return {k: v for k, v in out.items() if v != "__delete__"}
-
-
-def _find_profile_file(name: str) -> Path | None:
-    key = name.strip().lower()
-    files = _profile_files()
-    if key in files:
-        return files[key]
-    return _alias_index().get(key)
+def _find_profile_file(name: str) -> Entry | None:
+    """The catalog entry for a name (load it with load_profile)."""
+    return catalog.find(name)
 
 
 def load_local(path: Path) -> ModelSpec:
@@ -96,101 +63,159 @@ def load_local(path: Path) -> ModelSpec:
     cfg_path = path / "config.json" if path.is_dir() else path
     if not cfg_path.is_file():
         raise InputError(f"{path}: no config.json there")
-    config = _read_json(cfg_path, "config.json")
+    config = read_json(cfg_path, "config.json")
     hq = None
     for cand in (folder / "hf_quant_config.json", cfg_path.with_name(cfg_path.stem + ".hf_quant_config.json")):
         if cand.is_file() and cand != cfg_path:
-            hq = _read_json(cand, "hf_quant_config.json")
+            hq = read_json(cand, "hf_quant_config.json")
             break
     weights = None
     source = None
     index = folder / "model.safetensors.index.json"
     if path.is_dir() and index.is_file():
-        total = (_read_json(index, "safetensors index").get("metadata") or {}).get("total_size")
+        total = (read_json(index, "safetensors index").get("metadata") or {}).get("total_size")
         if isinstance(total, int):
             weights, source = total, f"{index.name} metadata.total_size"
     return read_model_spec(config, name=str(path), hf_quant_config=hq, weights_bytes=weights,
                            weights_source=source)
 
 
-def _from_hf_cache(repo_id: str) -> Path | None:
-    """config.json of repo_id in the local Hugging Face cache, if downloaded before."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        home = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache"
-                                                                         / "huggingface")) / "hub")
-        snaps = home / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-        found = sorted(snaps.glob("*/config.json"), key=lambda p: p.stat().st_mtime) if snaps.is_dir() else []
-        return found[-1].parent if found else None
-    try:
-        hit = try_to_load_from_cache(repo_id, "config.json")
-    except ValueError:  # HFValidationError: not a repository id the Hub client accepts
-        return None
-    return Path(hit).parent if isinstance(hit, str) else None
-
-
-def _from_hub(repo_id: str) -> Path:
-    try:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
-    except ImportError:
-        raise NotFoundError("model", repo_id, _near(repo_id),
-                            hint="not built in and not in the Hugging Face cache; "
-                                 "`pip install huggingface_hub` to fetch configs from the Hub") from None
-    import logging
-    import socket
-    from urllib.parse import urlparse
-
-    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
-    try:  # fail fast offline instead of huggingface_hub's retries with back-off
-        socket.create_connection((host, 443), timeout=3).close()
-    except OSError:
-        raise NotFoundError("model", repo_id, _near(repo_id),
-                            hint="not built in, not cached, and the Hugging Face Hub is unreachable") from None
-    try:
-        cfg = hf_hub_download(repo_id, "config.json")
-    except LocalEntryNotFoundError:
-        raise NotFoundError("model", repo_id, _near(repo_id),
-                            hint="not built in, not cached, and the Hugging Face Hub is unreachable") from None
-    except (HfHubHTTPError, OSError, ValueError) as e:
-        raise NotFoundError("model", repo_id, _near(repo_id), hint=f"Hub: {str(e).splitlines()[0]}") from None
-    folder = Path(cfg).parent
-    for extra in ("hf_quant_config.json", "model.safetensors.index.json"):
-        with contextlib.suppress(Exception):
-            hf_hub_download(repo_id, extra)
-    return folder
-
+# A Hub id written as a URL: hf://org/name, https://huggingface.co/org/name(/tree/main)
+_HUB_URL = re.compile(r"^(?:hf://|https?://(?:www\.)?huggingface\.co/)([^/\s]+/[^/\s]+?)(?:/.*)?/?$")
 
 # A Hugging Face repository id: owner/name of letters, digits, '-', '_', '.' (the Hub's own rule)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
 
 def _near(name: str) -> list[str]:
-    names = profile_names()
-    lower = {n.lower(): n for n in names}
-    hits = difflib.get_close_matches(name.lower(), list(lower), n=3, cutoff=0.4)
-    return [lower[h] for h in hits]
+    return catalog.nearest(name)
 
 
-def resolve_model(name: str, *, allow_hub: bool = True) -> ModelSpec:
-    """--model NAME -> ModelSpec (local path, built-in profile, HF cache, then the Hub)."""
+def hub_offline() -> bool:
+    """HF_HUB_OFFLINE, read as huggingface_hub reads it (1 / ON / YES / TRUE)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def parse_model_configs(values: tuple[str, ...] | list[str], model: str | None = None) -> dict[str, str]:
+    """`--model-config NAME=PATH` values -> {NAME: PATH}; a bare PATH stands for `model` (the one --model).
+    PATH is a config.json, a model folder, or a catalog id."""
+    out: dict[str, str] = {}
+    for v in values:
+        name, sep, target = v.partition("=")
+        if not sep:
+            if not model:
+                raise InputError(f"--model-config {v}: write NAME=PATH (which model this config is for)")
+            name, target = model, v
+        if not name.strip() or not target.strip():
+            raise InputError(f"--model-config {v}: write NAME=PATH, both non-empty")
+        out[name.strip()] = target.strip()
+    return out
+
+
+def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
+            model_configs: Mapping[str, str] | None = None) -> Resolution:
+    """--model NAME -> Resolution (see the module docstring for the order). Raises InputError / NotFoundError."""
     if not name or not name.strip():
         raise InputError("--model is empty")
+    name = name.strip()
+    if model_configs and name in model_configs:
+        target = model_configs[name]
+        inner = resolve(target, allow_hub=allow_hub, revision=revision)
+        note = f"--model-config maps {name} to {target}"
+        # the served name stays the model's name (what `vllm serve` is given), the config is the target's
+        spec = dataclasses.replace(inner.spec, name=name, hf_id=None, notes=(*inner.spec.notes, note))
+        return Resolution(spec, "model-config", inner.config_source or target, inner.warnings)
+    hub_url = _HUB_URL.match(name)
+    if hub_url:  # hf://org/name (KServe's storageUri), https://huggingface.co/org/name
+        name = hub_url.group(1)
     p = Path(name).expanduser()
     if p.exists():
-        return load_local(p)
+        return Resolution(load_local(p), "local", str(p))
     if name.endswith(".json") or name.startswith(("/", "./", "../", "~")):
-        raise InputError(f"{name}: no such file or folder")
-    prof = _find_profile_file(name)
-    if prof is not None:
-        return load_profile(prof)
+        named = _named_by_path(name)
+        if named is not None:
+            return named
+        raise InputError(f"{name}: no such file or folder (a path inside a container or a served name? map it "
+                         f"with --model-config {name}=CONFIG_OR_ID, or `models:` in .vllm-configurator.yaml)")
+    entry = catalog.find(name)
+    if entry is not None:
+        return Resolution(entry.spec(), "catalog", entry.config_source)
+    hub_error: InputError | None = None
     if _HUB_ID.match(name):
-        cached = _from_hf_cache(name)
-        if cached is not None:
-            return load_local(cached)
-        if allow_hub and os.environ.get("HF_HUB_OFFLINE") not in ("1", "true", "True"):
-            return load_local(_from_hub(name))
-    raise NotFoundError("model", name, _near(name),
-                        hint="a built-in profile, a Hugging Face id, or a path to config.json")
+        from configurator.model import hub
+
+        try:
+            got = hub.read(name, revision=revision, network=allow_hub and not hub_offline())
+        except hub.GatedError as e:
+            hub_error = InputError(str(e))
+            got = None
+        except hub.HubError as e:
+            hub_error = NotFoundError("model", name, _near(name), hint=str(e))
+            got = None
+        if got is not None:
+            spec = read_model_spec(got.config, name=name, hf_quant_config=got.hf_quant_config,
+                                   weights_bytes=got.weights_bytes, weights_source=got.weights_source, hf_id=name)
+            return Resolution(spec, got.how, got.config_source)
+    from configurator.model.derivatives import resolve_derivative
+
+    derived = resolve_derivative(name)
+    if derived is not None:
+        base, quant_config, warning = derived
+        spec = read_model_spec(_derived_config(base, quant_config), name=name, hf_id=name,
+                               hf_quant_config=None if quant_config else base.hf_quant_config)
+        spec = dataclasses.replace(spec, notes=(*spec.notes, warning))
+        return Resolution(spec, "derivative", f"{base.hf_id}: {base.config_source}", (warning,))
+    if hub_error is not None:
+        raise hub_error
+    hint = "not in the offline catalog (`vllm-configurator models`); a Hugging Face id, a path to config.json, " \
+           "or --model-config NAME=PATH"
+    if _HUB_ID.match(name) and not allow_hub:
+        hint = "not in the offline catalog or the Hugging Face cache; pass --model-config NAME=PATH"
+    elif _HUB_ID.match(name) and hub_offline():
+        hint = "not in the offline catalog or the Hugging Face cache, and HF_HUB_OFFLINE is set"
+    raise NotFoundError("model", name, _near(name), hint=hint)
+
+
+def _derived_config(base: Entry, quant_config: dict | None) -> dict:
+    """The base's config with the quantization a derivative's name implies in place of the base's own (a
+    name that implies none keeps the base's: a republished copy, a fine-tune)."""
+    if not quant_config:
+        return base.config
+    config = {k: v for k, v in base.config.items() if k != "quantization_config"}
+    if isinstance(config.get("text_config"), dict):
+        config["text_config"] = {k: v for k, v in config["text_config"].items() if k != "quantization_config"}
+    config["quantization_config"] = quant_config
+    return config
+
+
+def _named_by_path(path: str) -> Resolution | None:
+    """A path that is not here but whose last part names a catalog model (`/models/Qwen3-8B`, a volume
+    mounted under the model's name): that model, with a warning. None when the last part names none."""
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    if not last or last.endswith(".json") or last in (".", "..", "~"):
+        return None
+    entry = catalog.find(last)
+    config, hq, weights, wsource = (entry.config, entry.hf_quant_config, entry.weights_bytes,
+                                    entry.weights_source) if entry is not None else ({}, None, None, None)
+    what = "its geometry is used"
+    if entry is None:
+        from configurator.model.derivatives import resolve_derivative
+
+        derived = resolve_derivative(last)
+        if derived is None:
+            return None
+        entry, qc, inferred = derived
+        config = _derived_config(entry, qc)
+        hq = None if qc else entry.hf_quant_config
+        what = inferred.split("; pass", 1)[0]
+    warning = (f"{path} is not on this machine; its last part names {entry.hf_id}: {what} "
+               f"(pass --model-config {path}=CONFIG to be exact)")
+    spec = read_model_spec(config, name=path, hf_quant_config=hq, weights_bytes=weights, weights_source=wsource)
+    spec = dataclasses.replace(spec, notes=(*spec.notes, warning))
+    return Resolution(spec, "path-name", entry.config_source, (warning,))
+
+
+def resolve_model(name: str, *, allow_hub: bool = True, revision: str | None = None,
+                  model_configs: Mapping[str, str] | None = None) -> ModelSpec:
+    """--model NAME -> ModelSpec (warnings, such as a derivative's, are among its notes)."""
+    return resolve(name, allow_hub=allow_hub, revision=revision, model_configs=model_configs).spec
