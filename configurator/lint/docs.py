@@ -28,7 +28,7 @@ For a repository, in `.vllm-configurator.yaml` (found from the first path upward
 [schema](../schemas/lint-config.schema.json)):
 
 ```yaml
-ignorePaths: ["charts/**/templates/**", "examples/legacy/**"]   # files never read
+ignorePaths: ["charts/**/templates/**", "examples/legacy/**"]   # skipped in folders (named paths: --force-exclude)
 rules:
   gpu-memory-utilization: "off"            # a severity (error, warning, info) or off
   shm-missing:
@@ -41,7 +41,7 @@ gpu:                                       # GPU type when a manifest does not s
   gpu-pool-a100: a100-80gb                 # a node-pool name or node-label value
   nvidia.com/mig-3g.40gb: a100-80gb:3g.40gb  # a GPU resource name
   cloud.google.com/gke-nodepool=big: h100  # a node label key=value
-models:                                    # served name or local path -> model id
+models:                                    # served name or local path -> model id (or ./config.json)
   /models/llama: meta-llama/Llama-3.1-8B-Instruct
 ```
 """

@@ -424,7 +424,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     estimates: dict = {}  # (model, GPU, release, flags, used) -> estimate; models stay alive in `models`
     gpus: dict = {}  # (GPU annotation, node labels, GPU resource) -> (GPU, where it came from)
     releases: dict = {}  # (image, VLLM_VERSION env) -> Release
-    found, not_understood = extract_all(docs)
+    enabled = [r for r in REGISTRY.values() if out.severity(r.id) != "off"]  # once per run, not per server
+    found, not_understood = extract_all(docs, opts.vllm_version)
     for nu in not_understood:
         out.add("not-understood", nu.reason, nu.loc, ObjectRef(kind=nu.kind, name=nu.name))
     dirs = opts.model_config_dirs + tuple(settings.config.model_config_dirs)
@@ -488,9 +489,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                           model_error=model_error, estimate=result, estimate_error=est_error, workload=workload,
                           typical_capacity=typical, release=release, catalog=catalog)
             obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
-            for r in REGISTRY.values():
-                if out.severity(r.id) == "off":
-                    continue
+            for r in enabled:
                 for hit in r.check(ctx):
                     out.add(r.id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations)
             verdict = "not-checked" if result is None else verdict_of(result)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -54,12 +55,17 @@ def image_release(image: str) -> tuple[str | None, str]:
 
 
 
+# The release a run assumes where an image names none (--vllm-version / the config's vllm_version), set by
+# extract_all for the length of one extraction (a ContextVar: concurrent webhook reviews keep their own).
+_ASSUMED_RELEASE: ContextVar[str | None] = ContextVar("assumed_release", default=None)
+
+
 def flag_table_release(image: str | None, env: dict[str, str]) -> str | None:
     """The release whose argument parser reads this server's command: the one its image tag names, else its
-    VLLM_VERSION env (None: the newest). A release outside the table reads as the nearest one in it
-    (configurator.vllm.args.table_version), as the engine evaluates it."""
+    VLLM_VERSION env, else the run's --vllm-version (None: the newest). A release outside the table reads as
+    the nearest one in it (configurator.vllm.args.table_version), as the engine evaluates it."""
     named = image_release(image)[0] if image else None
-    named = named or env.get("VLLM_VERSION")
+    named = named or env.get("VLLM_VERSION") or _ASSUMED_RELEASE.get()
     return _table_release(named) if named else None
 
 
@@ -520,6 +526,13 @@ def probe_budget(probe: Node) -> int | None:
     return total[0] + total[1] * total[2]
 
 
+@lru_cache(maxsize=1024)
+def _size_limit_bytes(text: str) -> int:
+    """A /dev/shm sizeLimit by Kubernetes' rules; the same few sizes recur across a repository (cached; a
+    refusal, QuantityError, is raised again each time)."""
+    return quantity_bytes(text, what="sizeLimit")
+
+
 def container_facts(server: Server, pod: Node, c: Node) -> None:
     """GPU request, memory-backed /dev/shm, and the startup budget of the probes."""
     gpu_request(server, c)
@@ -537,7 +550,7 @@ def container_facts(server: Server, pod: Node, c: Node) -> None:
                     server.shm_bytes = 0
                     continue
                 try:  # Kubernetes' own parser; a size it refuses is never read as "no limit"
-                    server.shm_bytes = quantity_bytes(raw if isinstance(raw, str) else str(raw), what="sizeLimit")
+                    server.shm_bytes = _size_limit_bytes(raw if isinstance(raw, str) else str(raw))
                 except QuantityError as e:
                     server.shm_bytes = None
                     server.shm_error = f"/dev/shm sizeLimit: {e}"
@@ -612,12 +625,17 @@ def pod_servers(obj: Node, pod: Node, inputs: Inputs, *, kind: str, pods: int = 
 
 # -- the dispatch ---------------------------------------------------------------------------------
 
-def extract_all(docs: list[Document]) -> tuple[list[Server], list[NotUnderstood]]:
+def extract_all(docs: list[Document], assumed_release: str | None = None) -> tuple[list[Server], list[NotUnderstood]]:
     """Every vLLM server in the documents, in input order, and every object that mentions vLLM but
-    yields none (or holds a value of the wrong shape), with the reason."""
+    yields none (or holds a value of the wrong shape), with the reason. `assumed_release` (--vllm-version)
+    reads the commands of servers whose image names no release."""
     from configurator.lint.formats import dispatch
 
-    return dispatch(docs)
+    token = _ASSUMED_RELEASE.set(assumed_release)
+    try:
+        return dispatch(docs)
+    finally:
+        _ASSUMED_RELEASE.reset(token)
 
 
 def extract(docs: list[Document]) -> list[Server]:

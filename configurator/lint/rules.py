@@ -352,7 +352,10 @@ def _by_class(gpus: tuple) -> str:
 
 @rule("unknown-model", "Model unknown: memory not checked", "info",
       "The model is neither built in nor in the local Hugging Face cache or --model-config, so its geometry is "
-      "unknown offline.", "Pass --model-config DIR with its config.json, or run with Hugging Face Hub access.")
+      "unknown offline. A path in a manifest (/mnt/models, a PVC mount) is a path inside the container and is "
+      "never read from the machine running the check.",
+      "Map the name or path to a model with models: in .vllm-configurator.yaml or the vllm-configurator.io/model "
+      "annotation, or pass --model-config DIR with its config.json.")
 def _model_unknown(ctx: Context) -> Iterator[Hit]:
     if ctx.model is None and ctx.model_error:
         yield Hit(ctx.model_error, ctx.server.flag_loc("model"))

@@ -5,6 +5,7 @@ repository (the pre-commit hook's way too)."""
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -132,14 +133,13 @@ def test_a_folder_of_the_same_name_on_this_machine_is_never_read(run_cli, tmp_pa
 # -- this repository: `check .`, `check charts/vllm` and the pre-commit hook --------------------------
 
 def _cli(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([shutil.which("vllm-configurator") or "vllm-configurator", *args], cwd=cwd,
+    """The CLI as a fresh process in the repository root (the config is found from `.` upwards)."""
+    return subprocess.run([sys.executable, "-m", "configurator.cli.main", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=600, check=False)
 
 
 @pytest.fixture(scope="module")
 def repo_check():
-    if not shutil.which("vllm-configurator"):
-        pytest.skip("the vllm-configurator script is not installed")
     return _cli("check", ".", "--format", "json")
 
 
@@ -198,3 +198,12 @@ def test_files_of_one_chart_named_together_render_it_once(run_cli):
     notes = [f for f in report["findings"] if f["rule"] == "template-not-rendered"]
     assert len(notes) <= 1  # one note (or one rendering) for the chart, not one per file pre-commit names
     assert len({(s["file"], s["line"]) for s in report["servers"]}) == len(report["servers"])
+
+
+@pytest.mark.parametrize("args,unknown", [((), False), (("--vllm-version", "0.9.2"), True)])
+def test_vllm_version_reads_the_flags_of_an_image_that_names_no_release(run_cli, tmp_path, args, unknown):
+    text = deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192", "--kv-cache-memory-bytes", "8G"], "NVIDIA-L4",
+                      image="vllm/vllm-openai:latest")
+    report = _check(run_cli, tmp_path, text, *args)
+    assert bool(_rules(report, "unknown-flag")) == unknown
+    assert report["servers"][0]["vllm_version"] == ("0.9.2" if unknown else report["servers"][0]["vllm_version"])

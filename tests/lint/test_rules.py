@@ -144,7 +144,7 @@ def test_not_understood_objects_become_info_findings_and_are_counted(monkeypatch
     from configurator.lint.extract import NotUnderstood, extract
     from configurator.lint.load import Loc
 
-    def extract_all(docs):
+    def extract_all(docs, assumed_release=None):
         return extract(docs), [NotUnderstood(Loc("case.yaml", 3), "RayService", "llm", "no vLLM app in serveConfigV2")]
 
     monkeypatch.setattr(engine, "extract_all", extract_all)
