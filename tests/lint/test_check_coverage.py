@@ -65,13 +65,27 @@ def test_typo_flag_is_an_error_at_its_line_with_the_nearest_flag(run_cli, tmp_pa
 
 
 @pytest.mark.parametrize("flags,option", [
-    (["--enable-lora", "--max-loras", "4"], "--enable-lora"),
-    (["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4}'], "--speculative-config"),
+    (["--kv-transfer-config", '{"kv_connector": "LMCacheConnectorV1", "kv_role": "kv_both"}'], "--kv-transfer-config"),
+    (["--kv-offloading-size", "8"], "--kv-offloading-size"),
 ])
-def test_lora_and_speculative_flags_are_not_modelled_warnings_at_their_line(run_cli, tmp_path, flags, option):
+def test_unmodelled_memory_flags_are_not_modelled_warnings_at_their_line(run_cli, tmp_path, flags, option):
     text = deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192", *flags], "NVIDIA-L4")
     hits = [f for f in _rules(_check(run_cli, tmp_path, text), "not-modelled") if f["message"].startswith(option)]
     assert hits and hits[0]["severity"] == "warning" and hits[0]["line"] == _line(text, option)
+
+
+@pytest.mark.parametrize("flags", [
+    ["--enable-lora", "--max-loras", "4", "--max-lora-rank", "64"],
+    ["--speculative-config", '{"model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 4}'],
+])
+def test_lora_and_speculative_flags_are_modelled_not_warned(run_cli, tmp_path, flags):
+    """LoRA and speculative decoding are in the estimate now (configurator/estimate/features.py): no
+    not-modelled warning, and the server's memory need grows."""
+    base = _check(run_cli, tmp_path, deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192"], "NVIDIA-L4"))
+    report = _check(run_cli, tmp_path, deployment("Qwen/Qwen3-8B", ["--max-model-len", "8192", *flags], "NVIDIA-L4"))
+    assert not _rules(report, "not-modelled")
+    kv = [s["kv_cache_bytes"] for s in (base["servers"][0], report["servers"][0])]
+    assert kv[1] < kv[0]
 
 
 # -- a verdict without a GPU label ------------------------------------------------------------------
