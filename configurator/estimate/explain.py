@@ -103,7 +103,8 @@ def feature_fields(budget: Budget) -> dict[str, int]:
     lora, spec = feats.lora, feats.spec
     return {"lora_bytes": lora.weights_bytes if lora else 0,
             "lora_activation_bytes": lora.activation_bytes if lora else 0,
-            "draft_weights_bytes": spec.weights_bytes if spec else 0, "cpu_offload_bytes": feats.cpu_offload_bytes}
+            "draft_weights_bytes": spec.weights_bytes if spec else 0, "cpu_offload_bytes": feats.cpu_offload_bytes,
+            "moe_parallel_delta_bytes": feats.parallel.weights_delta if feats.parallel else 0}
 
 
 NEEDS_GPU = ("the budget (gpu_memory_utilization x the GPU's memory) and so the available KV cache memory, "

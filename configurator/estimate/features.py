@@ -19,12 +19,15 @@ from configurator.memory.features import (
     Linear,
     LoraSettings,
     MoEExperts,
+    MoEParallel,
+    expert_share,
     linear_lora_bytes,
+    local_experts,
     lora_activation_bytes,
     moe_lora_bytes,
 )
 from configurator.memory.kv_dtype import DTYPE_BYTES
-from configurator.memory.weights import count_params, weight_bytes
+from configurator.memory.weights import QUANT_BITS, count_params, weight_bytes
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv, human_bytes
 
@@ -96,6 +99,109 @@ class SpecPlan:
 
 
 @dataclass(frozen=True)
+class ParallelPlan:
+    """-dp / -pcp / --enable-expert-parallel / EPLB resolved for one GPU (fused_moe/config.py, 0.33.0)."""
+
+    moe: MoEParallel
+    num_experts: int  # routed experts per MoE layer (0: a dense model)
+    local_experts: int  # experts on the most loaded GPU
+    split: int  # how many ways each expert's intermediate size is split
+    tp_expert_bytes: int  # the routed experts' bytes per GPU under plain TP (what the weights count assumed)
+    weights_delta: int  # what DP / EP changes in 'Model loading took' (negative: fewer expert bytes)
+    warning: str | None = None
+
+    def line(self) -> str:
+        m = self.moe
+        head = (f"data parallel {m.dp} (each DP rank is its own engine with its own KV pool, sized per GPU as "
+                f"for one engine; {m.tp * m.pcp * m.dp} GPUs in all)") if m.dp > 1 else f"TP {m.tp}"
+        if m.pcp > 1:
+            head += f", prefill context parallel {m.pcp}"
+        if not self.num_experts:
+            return head + (": a dense model, the weights are as without DP" if m.dp > 1 else
+                           ": a dense model, --enable-expert-parallel changes nothing")
+        if m.use_ep:
+            red = f" + {m.redundant_experts} redundant (EPLB)" if m.redundant_experts else ""
+            how = (f"expert parallel over {m.devices} GPUs: {self.num_experts}{red} experts -> {self.local_experts} "
+                   f"whole experts per GPU (expert_map_manager.py determine_expert_map)")
+        else:
+            how = (f"the MoE layers shard every expert over tp x dp = {m.devices} GPUs (fused_moe/config.py "
+                   f"flatten_tp_across_dp_and_pcp), intermediate size / {self.split}")
+        return (f"{head}; {how}: routed-expert weights {human_bytes(self.tp_expert_bytes)} under TP {m.tp} -> "
+                f"{human_bytes(self.tp_expert_bytes + self.weights_delta)} per GPU, counted in 'Model loading took'")
+
+
+def _quant_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: str) -> float:
+    """Bytes per routed-expert parameter as the weights count takes it (memory/weights.py _part_bytes);
+    MXFP4: e2m1 pairs + one e8m0 scale per 32, without the kernel's padding."""
+    method = model.quant.method or quantization
+    if method == "mxfp4":
+        return 0.5 + 1 / 32
+    bits = model.quant.weight_bits
+    if bits is None and quantization in QUANT_BITS:
+        bits = QUANT_BITS[quantization]
+    return bits / 8 if bits else DTYPE_BYTES.get(dtype, 2)
+
+
+def _eplb_redundant(flags: dict[str, Any]) -> int:
+    raw = flags.get("eplb_config")
+    if raw in (None, "", "{}"):
+        return 0
+    d = _spec_dict(raw) if not isinstance(raw, dict) else raw
+    try:
+        return max(int(d.get("num_redundant_experts") or 0), 0)
+    except (TypeError, ValueError):
+        raise InputError(f"--eplb-config: num_redundant_experts must be an integer, got "
+                         f"{d.get('num_redundant_experts')!r}") from None
+
+
+def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, layers: range,
+                  base_weights_bytes: int = 0) -> ParallelPlan | None:
+    """-dp / -pcp / --enable-expert-parallel -> how the routed experts land on one GPU (None when none is set).
+
+    Per GPU, a DP rank is a whole engine: attention, dense layers, embeddings and the KV pool are as for DP 1
+    (vllm/v1/engine/core.py DPEngineCoreProc, one per rank). Only FusedMoE layers see the DP ranks:
+    FusedMoEParallelConfig.make (model_executor/layers/fused_moe/config.py, 0.33.0) flattens TP x PCP x DP into
+    the MoE's tp_size, and with --enable-expert-parallel makes that the ep_size with tp_size 1."""
+    dp = _int(flags, "data_parallel_size", 1)
+    pcp = _int(flags, "prefill_context_parallel_size", 1)
+    ep = _truthy(flags.get("enable_expert_parallel", False))
+    eplb = _truthy(flags.get("enable_eplb", False))
+    redundant = _eplb_redundant(flags)
+    if dp <= 1 and pcp <= 1 and not ep and not eplb and not redundant:
+        return None
+    # config/parallel.py ParallelConfig.__post_init__ (0.33.0): EPLB needs EP; redundant experts need EPLB
+    if eplb and not ep:
+        raise InputError("enable_expert_parallel must be True to use EPLB.")
+    if redundant and not eplb:
+        raise InputError(f"num_redundant_experts is set to {redundant} but EPLB is not enabled. Either enable "
+                         f"EPLB or unset num_redundant_experts.")
+    moe = MoEParallel(tp=tp, dp=dp, pcp=pcp, expert_parallel=ep, redundant_experts=redundant if eplb else 0)
+    c = model.text_config
+    n = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0
+    n = int(n[0] if isinstance(n, list) else n)
+    if not n:
+        return ParallelPlan(moe=moe, num_experts=0, local_experts=0, split=1, tp_expert_bytes=0, weights_delta=0)
+    local, split = local_experts(n, moe)
+    p = count_params(model)
+    params = sum(p.per_layer_experts[i] for i in layers if i < len(p.per_layer_experts))
+    per_param = _quant_bytes_per_param(model, flags.get("quantization"), dtype)
+    base = weight_bytes(model, tp=tp, pp=1, quantization=flags.get("quantization"), dtype=dtype)
+    scale = 1.0
+    if base.source == "checkpoint":
+        # the checkpoint's size replaced the count: scale the experts' count the same way
+        cfg = weight_bytes(replace(model, weights_bytes=None), tp=tp, pp=1, quantization=flags.get("quantization"),
+                           dtype=dtype)
+        scale = base.total_bytes / max(cfg.total_bytes, 1)
+    tp_bytes = int(params * per_param * scale / max(tp, 1))
+    new = int(params * per_param * scale * expert_share(n, moe))
+    delta = new - tp_bytes
+    if base_weights_bytes:
+        delta = max(delta, -base_weights_bytes)
+    return ParallelPlan(moe=moe, num_experts=n, local_experts=local, split=split, tp_expert_bytes=tp_bytes,
+                        weights_delta=delta)
+
+
+@dataclass(frozen=True)
 class FeatureMemory:
     """What the optional features add, per GPU on the tightest rank, and how it is explained."""
 
@@ -103,12 +209,13 @@ class FeatureMemory:
     spec: SpecPlan | None = None
     cpu_offload_bytes: int = 0  # decoder-layer parameters kept in host memory (--cpu-offload-gb)
     cpu_offload_requested: float = 0.0
+    parallel: ParallelPlan | None = None  # -dp / --enable-expert-parallel: the routed experts per GPU
 
     @property
     def weights_bytes(self) -> int:
         """What the features add to (LoRA, draft) or take from (CPU offload) 'Model loading took'."""
         return (self.lora.weights_bytes if self.lora else 0) + (self.spec.weights_bytes if self.spec else 0) \
-            - self.cpu_offload_bytes
+            - self.cpu_offload_bytes + (self.parallel.weights_delta if self.parallel else 0)
 
     @property
     def activation_bytes(self) -> int:
@@ -117,6 +224,8 @@ class FeatureMemory:
     def lines(self) -> list[str]:
         """One line per modelled feature, for the derivation."""
         out = []
+        if self.parallel:
+            out.append(self.parallel.line())
         if self.lora:
             s = self.lora.settings
             parts = ", ".join(f"{name} {human_bytes(b)}" for name, b in self.lora.parts if b)
@@ -295,9 +404,11 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
                   num_tokens: int, spec: SpecPlan | None = None, base_weights_bytes: int = 0) -> FeatureMemory:
     """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs)."""
     gib = float(flags.get("cpu_offload_gb") or 0)
+    par = plan_parallel(model, flags, tp=tp, dtype=dtype, layers=layers, base_weights_bytes=base_weights_bytes)
+    base = base_weights_bytes + (par.weights_delta if par else 0)
     return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
-                                        num_tokens=num_tokens), spec=spec,
-                         cpu_offload_bytes=cpu_offload_bytes(gib, base_weights_bytes), cpu_offload_requested=gib)
+                                        num_tokens=num_tokens), spec=spec, parallel=par,
+                         cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib)
 
 
 # vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's

@@ -102,3 +102,45 @@ def lora_activation_bytes(num_tokens: int, s: LoraSettings, moe_top_k: int = 0, 
     linear = 3 * num_tokens * s.max_lora_rank * 4
     moe = 2 * num_tokens * moe_top_k * s.max_lora_rank * act_bytes if (s.moe_lora and moe_top_k) else 0
     return linear + moe
+
+
+@dataclass(frozen=True)
+class MoEParallel:
+    """How one rank holds the routed experts (vllm/model_executor/layers/fused_moe/config.py
+    FusedMoEParallelConfig.make, 0.33.0): the MoE layer sees tp x pcp x dp devices
+    (flatten_tp_across_dp_and_pcp), whatever the attention's TP is."""
+
+    tp: int = 1
+    dp: int = 1
+    pcp: int = 1
+    expert_parallel: bool = False  # --enable-expert-parallel
+    redundant_experts: int = 0  # --eplb-config num_redundant_experts (EPLB only)
+
+    @property
+    def devices(self) -> int:
+        return max(self.tp, 1) * max(self.dp, 1) * max(self.pcp, 1)
+
+    @property
+    def use_ep(self) -> bool:
+        """use_ep = dp x pcp x tp > 1 and enable_expert_parallel."""
+        return self.expert_parallel and self.devices > 1
+
+
+def local_experts(num_experts: int, p: MoEParallel) -> tuple[int, int]:
+    """(experts on the most loaded rank, how many ways each expert's intermediate size is split).
+
+    Without EP: every rank holds all experts, TP-sharded over tp x pcp x dp (tp_size = flattened size).
+    With EP: tp_size = 1, ep_size = the flattened size; expert_map_manager.py determine_expert_map gives
+    rank r (global_num_experts // ep) + 1 when r < global % ep, global = experts + redundant (layer.py
+    determine_expert_counts). 256 experts, TP 2 x DP 4 with EP: 32 whole experts per GPU."""
+    if not num_experts:
+        return 0, 1
+    if p.use_ep:
+        return cdiv(num_experts + p.redundant_experts, p.devices), 1
+    return num_experts, p.devices
+
+
+def expert_share(num_experts: int, p: MoEParallel) -> float:
+    """The fraction of one MoE layer's routed-expert weights a rank holds (1 / tp for plain TP)."""
+    n, split = local_experts(num_experts, p)
+    return n / num_experts / split if num_experts else 0.0

@@ -55,7 +55,12 @@ FLAGS: tuple[Flag, ...] = (
     Flag("mamba_cache_dtype", "str", "Mamba/linear-attention conv state dtype (auto, float32, ...)."),
     Flag("mamba_ssm_cache_dtype", "str", "Mamba/linear-attention SSM state dtype (auto, float32, ...)."),
     Flag("disable_hybrid_kv_cache_manager", "bool", "Give every layer full-length KV."),
-    Flag("enable_expert_parallel", "bool", "Spread MoE experts across ranks."),
+    Flag("enable_expert_parallel", "bool", "Spread MoE experts across ranks: each GPU holds whole experts, "
+         "experts / (TP x DP) of them, instead of a TP slice of every expert."),
+    Flag("prefill_context_parallel_size", "int", "Prefill context-parallel ranks (the MoE layers shard over "
+         "them like DP)."),
+    Flag("enable_eplb", "bool", "Expert-parallel load balancing (needs --enable-expert-parallel)."),
+    Flag("eplb_config", "str", "EPLB settings, a JSON object; num_redundant_experts adds expert replicas."),
     Flag("max_cudagraph_capture_size", "int", "Largest batch captured as a CUDA graph."),
     Flag("enable_lora", "bool", "LoRA adapters: vLLM preallocates max_loras slots of max_lora_rank on every "
          "LoRA-capable layer."),
@@ -183,12 +188,13 @@ LAUNCHERS = ("vllm", "python", "python3")
 # --max-lora-rank, --max-cpu-loras, --lora-dtype, --fully-sharded-loras) is modelled in
 # configurator/estimate/features.py; --lora-modules only names adapters loaded into those slots.
 # --speculative-config is modelled there too; the pre-0.8 spellings (--speculative-model,
-# --num-speculative-tokens) are not.
+# --num-speculative-tokens) are not. Data / expert parallelism (-dp, --enable-expert-parallel, -pcp,
+# --enable-eplb, --eplb-config num_redundant_experts) is modelled there as well.
 UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
     "--num-speculative-tokens", "--speculative-model",
     "--kv-transfer-config", "--kv-events-config", "--limit-mm-per-prompt", "--mm-processor-kwargs",
-    "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--enable-eplb",
-    "--eplb-config", "--compilation-config", "-O", "--cuda-graph-sizes",
+    "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--compilation-config", "-O",
+    "--cuda-graph-sizes",
     "--long-prefill-token-threshold", "--max-num-partial-prefills", "--max-seq-len-to-capture",
     "--hf-overrides", "--rope-scaling", "--override-generation-config",
 })

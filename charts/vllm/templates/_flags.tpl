@@ -23,6 +23,9 @@
 - {"section": "vllm", "key": "mambaSsmCacheDtype", "flag": "--mamba-ssm-cache-dtype", "type": "str", "negatable": false, "spellings": ["--mamba-ssm-cache-dtype"]}
 - {"section": "vllm", "key": "disableHybridKvCacheManager", "flag": "--disable-hybrid-kv-cache-manager", "type": "bool", "negatable": false, "spellings": ["--disable-hybrid-kv-cache-manager"]}
 - {"section": "vllm", "key": "enableExpertParallel", "flag": "--enable-expert-parallel", "type": "bool", "negatable": false, "spellings": ["--enable-expert-parallel"]}
+- {"section": "vllm", "key": "prefillContextParallelSize", "flag": "--prefill-context-parallel-size", "type": "int", "negatable": false, "spellings": ["--prefill-context-parallel-size"]}
+- {"section": "vllm", "key": "enableEplb", "flag": "--enable-eplb", "type": "bool", "negatable": false, "spellings": ["--enable-eplb"]}
+- {"section": "vllm", "key": "eplbConfig", "flag": "--eplb-config", "type": "str", "negatable": false, "spellings": ["--eplb-config"]}
 - {"section": "vllm", "key": "maxCudagraphCaptureSize", "flag": "--max-cudagraph-capture-size", "type": "int", "negatable": false, "spellings": ["--max-cudagraph-capture-size"]}
 - {"section": "vllm", "key": "enableLora", "flag": "--enable-lora", "type": "bool", "negatable": false, "spellings": ["--enable-lora"]}
 - {"section": "vllm", "key": "maxLoras", "flag": "--max-loras", "type": "int", "negatable": false, "spellings": ["--max-loras"]}
