@@ -99,5 +99,5 @@ def test_parallel_flags_parse_and_are_no_longer_unmodelled():
 
 
 def test_a_still_unmodelled_option_keeps_its_warning():
-    p = parse_args("vllm serve m --kv-transfer-config {}".split(), "0.33.0")
+    p = parse_args(["vllm", "serve", "m", "--kv-transfer-config", "{}"], "0.33.0")
     assert [o.dest for o in p.unmodelled] == ["--kv-transfer-config"]
