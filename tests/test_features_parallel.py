@@ -9,7 +9,13 @@ import pytest
 from configurator.errors import InputError
 from configurator.estimate.pipeline import estimate
 from configurator.estimate.result import EstimateRequest
-from configurator.memory.features import MoEParallel, expert_share, local_experts
+from configurator.memory.features import (
+    MoEParallel,
+    encoder_outputs_bytes,
+    encoder_profile,
+    expert_share,
+    local_experts,
+)
 from configurator.vllm.flags import UNMODELLED_MEMORY_OPTIONS, parse_args
 
 MOE = "Qwen/Qwen3-30B-A3B"  # a catalog MoE: 128 routed experts
@@ -101,3 +107,49 @@ def test_parallel_flags_parse_and_are_no_longer_unmodelled():
 def test_a_still_unmodelled_option_keeps_its_warning():
     p = parse_args(["vllm", "serve", "m", "--kv-transfer-config", "{}"], "0.33.0")
     assert [o.dest for o in p.unmodelled] == ["--kv-transfer-config"]
+
+
+# ---- the multimodal encoder budget (multimodal/encoder_budget.py, v1/core/encoder_cache_manager.py, 0.33.0) --
+
+MM = "google/gemma-3-4b-it"  # a catalog vision model whose config states 256 tokens per image
+
+
+def test_encoder_profile_items_from_the_budget():
+    # budget = max(mnbt, T); items = max(1, min(budget // T, seqs x max(1, min(limit, max_len // T))))
+    p = encoder_profile(256, max_num_batched_tokens=2048, max_num_seqs=256, max_model_len=8192, limit=999)
+    assert (p.budget_tokens, p.items, p.tokens) == (2048, 8, 2048)
+    big = encoder_profile(5000, max_num_batched_tokens=2048, max_num_seqs=256, max_model_len=8192, limit=999)
+    assert (big.budget_tokens, big.items, big.tokens) == (5000, 1, 5000)  # one item always fits
+    one = encoder_profile(256, max_num_batched_tokens=8192, max_num_seqs=2, max_model_len=8192, limit=1)
+    assert one.items == 2  # the decoder side: 2 sequences x 1 item
+    unknown = encoder_profile(0, max_num_batched_tokens=8192, max_num_seqs=256, max_model_len=8192, limit=999)
+    assert unknown.tokens == 8192
+    assert encoder_outputs_bytes(p, 2560, 2) == 2048 * 2560 * 2
+
+
+def test_encoder_outputs_join_the_activation_peak_and_text_only_removes_them():
+    on = _est(MM, {"max_model_len": 8192, "max_num_batched_tokens": 2048}, gpu="L4")
+    off = _est(MM, {"max_model_len": 8192, "max_num_batched_tokens": 2048,
+                    "limit_mm_per_prompt": '{"image": 0}'}, gpu="L4")
+    assert on.memory.encoder_cache_bytes == 2048 * 2560 * 2
+    assert off.memory.encoder_cache_bytes == 0
+    assert on.memory.activation_bytes - off.memory.activation_bytes == on.memory.encoder_cache_bytes
+    assert any("multimodal encoder budget" in d for d in on.derivation)
+    assert any("text-only" in d for d in off.derivation)
+    # the tower's own transient peak is still named in a warning; text-only has none to name
+    assert any(w.startswith("not-modelled") and "encoder" in w for w in on.warnings)
+    assert not any("encoder" in w for w in off.warnings)
+
+
+def test_skip_mm_profiling_and_text_models():
+    r = _est(MM, {"max_model_len": 8192, "skip_mm_profiling": True}, gpu="L4")
+    assert r.memory.encoder_cache_bytes == 0 and any("--skip-mm-profiling" in d for d in r.derivation)
+    assert _est(DENSE, {"limit_mm_per_prompt": '{"image": 0}'}).memory.encoder_cache_bytes == 0
+
+
+def test_mm_flags_modelled_but_processor_kwargs_still_warned():
+    assert "--limit-mm-per-prompt" not in UNMODELLED_MEMORY_OPTIONS
+    p = parse_args(["vllm", "serve", "m", "--limit-mm-per-prompt", '{"image":0}', "--mm-processor-kwargs",
+                    '{"max_pixels":1000}'], "0.33.0")
+    assert p.flags["limit_mm_per_prompt"] == '{"image":0}'
+    assert [o.dest for o in p.unmodelled] == ["--mm-processor-kwargs"]

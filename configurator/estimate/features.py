@@ -20,6 +20,8 @@ from configurator.memory.features import (
     LoraSettings,
     MoEExperts,
     MoEParallel,
+    encoder_outputs_bytes,
+    encoder_profile,
     expert_share,
     linear_lora_bytes,
     local_experts,
@@ -201,6 +203,117 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
                         weights_delta=delta)
 
 
+# vllm/config/multimodal.py (0.33.0): a modality --limit-mm-per-prompt leaves out keeps count 999
+MM_DEFAULT_LIMIT = 999
+
+
+@dataclass(frozen=True)
+class MultimodalPlan:
+    """The multimodal encoder's share of the profiling run (gpu_model_runner.py profile_run, 0.33.0)."""
+
+    modalities: tuple[str, ...]  # the model's non-text modalities still enabled (limit > 0)
+    tokens_per_item: int  # the largest item's tokens when the config gives them (0: unknown)
+    items: int
+    tokens: int
+    activation_bytes: int  # encoder outputs held in encoder_cache during the decoder's dummy pass
+    skipped: str = ""  # why nothing is profiled (text-only limits, --skip-mm-profiling)
+    warning: str | None = None
+
+    def line(self) -> str:
+        if self.skipped:
+            return f"multimodal encoder: {self.skipped}; the profiling run adds nothing for it"
+        per = (f"{self.items} dummy item{'s' if self.items != 1 else ''} of {self.tokens_per_item:,} tokens"
+               if self.tokens_per_item else "items of unknown size filling the encoder budget")
+        return (f"multimodal encoder budget ({', '.join(self.modalities)}): the profiling run encodes {per} "
+                f"(encoder_budget.py, compute_mm_encoder_budget) and keeps their {self.tokens:,} output tokens "
+                f"in the encoder cache while the decoder's dummy pass runs: +{human_bytes(self.activation_bytes)} "
+                f"activation peak; --limit-mm-per-prompt '{{\"image\":0}}' (every modality 0) removes it")
+
+
+def _mm_limits(raw: Any) -> dict[str, int]:
+    """--limit-mm-per-prompt: JSON {"image": 2, "video": {"count": 1, ...}} (0.33.0 config/multimodal.py, the
+    legacy count-only form too) or the old image=2,video=1 form."""
+    if raw in (None, ""):
+        return {}
+    if isinstance(raw, dict):
+        d = raw
+    else:
+        text = str(raw).strip()
+        try:
+            d = json.loads(text)
+        except ValueError:
+            try:
+                d = {k.strip(): int(v) for k, v in (x.split("=", 1) for x in text.split(",") if x.strip())}
+            except ValueError:
+                raise InputError(f"--limit-mm-per-prompt: expected a JSON object, got {text[:60]!r}") from None
+    if not isinstance(d, dict):
+        raise InputError(f"--limit-mm-per-prompt: expected a JSON object, got {str(raw)[:60]!r}")
+    out = {}
+    for k, v in d.items():
+        n = v.get("count", MM_DEFAULT_LIMIT) if isinstance(v, dict) else v
+        try:
+            out[str(k)] = int(n)
+        except (TypeError, ValueError):
+            raise InputError(f"--limit-mm-per-prompt: {k}: expected a count, got {n!r}") from None
+    return out
+
+
+def model_modalities(model: ModelSpec) -> tuple[str, ...]:
+    """Non-text modalities the config declares: a vision tower -> image (and video when it has a
+    temporal patch size, the Qwen-VL video input), an audio tower -> audio."""
+    c = model.full_config
+    vision = c.get("vision_config")
+    out = []
+    if isinstance(vision, dict) or model.is_multimodal:
+        out.append("image")
+        if isinstance(vision, dict) and vision.get("temporal_patch_size"):
+            out.append("video")
+    if isinstance(c.get("audio_config"), dict):
+        out.append("audio")
+    return tuple(out)
+
+
+def _tokens_per_image(model: ModelSpec) -> int:
+    """The tokens one image becomes, when the config states it: mm_tokens_per_image (Gemma 3),
+    vision_config.default_output_length (Gemma 4), image_seq_length; else 0 (the processor decides)."""
+    c = model.full_config
+    vision = c.get("vision_config") if isinstance(c.get("vision_config"), dict) else {}
+    for v in (c.get("mm_tokens_per_image"), vision.get("default_output_length"), c.get("image_seq_length")):
+        if isinstance(v, int) and v > 0:
+            return v
+    return 0
+
+
+def plan_multimodal(model: ModelSpec, flags: dict[str, Any], *, dtype: str, num_tokens: int, max_num_seqs: int,
+                    max_model_len: int, chunked: bool = True) -> MultimodalPlan | None:
+    """The encoder's dummy batch in the profiling run (None for a text-only model)."""
+    mods = model_modalities(model)
+    if not mods:
+        return None
+    limits = _mm_limits(flags.get("limit_mm_per_prompt"))
+    on = tuple(m for m in mods if limits.get(m, MM_DEFAULT_LIMIT) > 0)
+    if not on:
+        return MultimodalPlan(modalities=(), tokens_per_item=0, items=0, tokens=0, activation_bytes=0,
+                              skipped="every modality limited to 0 (text-only), so compute_mm_encoder_budget "
+                                      "returns 0 and no encoder cache is initialized")
+    if _truthy(flags.get("skip_mm_profiling", False)):
+        return MultimodalPlan(modalities=on, tokens_per_item=0, items=0, tokens=0, activation_bytes=0,
+                              skipped="--skip-mm-profiling: the encoder is not profiled (its memory at serving "
+                                      "time then comes out of the KV headroom)")
+    t = _tokens_per_image(model) if on == ("image",) else 0
+    limit = min(limits.get(m, MM_DEFAULT_LIMIT) for m in on)
+    p = encoder_profile(t, max_num_batched_tokens=num_tokens, max_num_seqs=max_num_seqs, max_model_len=max_model_len,
+                        limit=limit, chunked_prefill=chunked)
+    act = encoder_outputs_bytes(p, model.hidden_size, DTYPE_BYTES.get(dtype, 2))
+    warn = ("the multimodal encoder's own transient peak in the profiling run (the vision / audio tower run on "
+            f"{p.tokens:,} tokens of dummy input) depends on the tower and processor and is not modelled; only "
+            "the encoder outputs it leaves in the encoder cache are counted")
+    if flags.get("mm_processor_kwargs"):
+        warn += "; --mm-processor-kwargs may change the tokens per item"
+    return MultimodalPlan(modalities=on, tokens_per_item=t, items=p.items, tokens=p.tokens, activation_bytes=act,
+                          warning=warn)
+
+
 @dataclass(frozen=True)
 class FeatureMemory:
     """What the optional features add, per GPU on the tightest rank, and how it is explained."""
@@ -210,6 +323,7 @@ class FeatureMemory:
     cpu_offload_bytes: int = 0  # decoder-layer parameters kept in host memory (--cpu-offload-gb)
     cpu_offload_requested: float = 0.0
     parallel: ParallelPlan | None = None  # -dp / --enable-expert-parallel: the routed experts per GPU
+    mm: MultimodalPlan | None = None  # the multimodal encoder's dummy batch in the profiling run
 
     @property
     def weights_bytes(self) -> int:
@@ -219,7 +333,11 @@ class FeatureMemory:
 
     @property
     def activation_bytes(self) -> int:
-        return self.lora.activation_bytes if self.lora else 0
+        return (self.lora.activation_bytes if self.lora else 0) + (self.mm.activation_bytes if self.mm else 0)
+
+    def warnings(self) -> list[str]:
+        """What a modelled feature still leaves out, for the result's warnings."""
+        return [f"not-modelled: {self.mm.warning}"] if self.mm and self.mm.warning else []
 
     def lines(self) -> list[str]:
         """One line per modelled feature, for the derivation."""
@@ -237,6 +355,8 @@ class FeatureMemory:
                        f"is host memory only")
         if self.spec:
             out.append(self.spec.line())
+        if self.mm:
+            out.append(self.mm.line())
         if self.cpu_offload_bytes:
             out.append(f"--cpu-offload-gb {self.cpu_offload_requested:g}: {human_bytes(self.cpu_offload_bytes)} of "
                        f"decoder-layer parameters stay in host memory, read over PCIe each step (UVA), so the GPU "
@@ -401,13 +521,18 @@ def cpu_offload_bytes(requested_gib: float, base_weights_bytes: int) -> int:
 
 
 def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: str, tp: int, layers: range,
-                  num_tokens: int, spec: SpecPlan | None = None, base_weights_bytes: int = 0) -> FeatureMemory:
-    """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs)."""
+                  num_tokens: int, spec: SpecPlan | None = None, base_weights_bytes: int = 0, max_num_seqs: int = 256,
+                  max_model_len: int = 0, chunked: bool = True, first_stage: bool = True) -> FeatureMemory:
+    """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs). The encoder
+    budget applies on the first pipeline stage, which runs the encoder (`first_stage`)."""
     gib = float(flags.get("cpu_offload_gb") or 0)
     par = plan_parallel(model, flags, tp=tp, dtype=dtype, layers=layers, base_weights_bytes=base_weights_bytes)
     base = base_weights_bytes + (par.weights_delta if par else 0)
     return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
                                         num_tokens=num_tokens), spec=spec, parallel=par,
+                         mm=plan_multimodal(model, flags, dtype=dtype, num_tokens=num_tokens, max_num_seqs=max_num_seqs,
+                                            max_model_len=max_model_len or num_tokens, chunked=chunked)
+                         if first_stage else None,
                          cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib)
 
 

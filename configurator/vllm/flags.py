@@ -71,6 +71,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("fully_sharded_loras", "bool", "Shard LoRA slots fully across tensor-parallel ranks."),
     Flag("speculative_config", "str", "Speculative decoding, a JSON object: method (ngram, eagle, eagle3, mtp, "
          "draft_model, ...), model (the draft), num_speculative_tokens."),
+    Flag("limit_mm_per_prompt", "str", "Multimodal items per prompt, a JSON object ({\"image\": 0} = text-only: "
+         "no encoder cache, no encoder profiling)."),
+    Flag("skip_mm_profiling", "bool", "Skip the multimodal encoder's profiling (its memory is not reserved)."),
     Flag("model", "str", "Model (Hugging Face id, profile name, or path)."),
 )
 BY_DEST = {f.dest: f for f in FLAGS}
@@ -189,10 +192,12 @@ LAUNCHERS = ("vllm", "python", "python3")
 # configurator/estimate/features.py; --lora-modules only names adapters loaded into those slots.
 # --speculative-config is modelled there too; the pre-0.8 spellings (--speculative-model,
 # --num-speculative-tokens) are not. Data / expert parallelism (-dp, --enable-expert-parallel, -pcp,
-# --enable-eplb, --eplb-config num_redundant_experts) is modelled there as well.
+# --enable-eplb, --eplb-config num_redundant_experts) is modelled there as well, and so are
+# --limit-mm-per-prompt and --skip-mm-profiling (the encoder's profiling batch); --mm-processor-kwargs
+# (tokens per item) is not.
 UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
     "--num-speculative-tokens", "--speculative-model",
-    "--kv-transfer-config", "--kv-events-config", "--limit-mm-per-prompt", "--mm-processor-kwargs",
+    "--kv-transfer-config", "--kv-events-config", "--mm-processor-kwargs",
     "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--compilation-config", "-O",
     "--cuda-graph-sizes",
     "--long-prefill-token-threshold", "--max-num-partial-prefills", "--max-seq-len-to-capture",

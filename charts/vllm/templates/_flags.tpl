@@ -34,6 +34,8 @@
 - {"section": "vllm", "key": "loraDtype", "flag": "--lora-dtype", "type": "str", "negatable": false, "spellings": ["--lora-dtype"]}
 - {"section": "vllm", "key": "fullyShardedLoras", "flag": "--fully-sharded-loras", "type": "bool", "negatable": false, "spellings": ["--fully-sharded-loras"]}
 - {"section": "vllm", "key": "speculativeConfig", "flag": "--speculative-config", "type": "str", "negatable": false, "spellings": ["--speculative-config"]}
+- {"section": "vllm", "key": "limitMmPerPrompt", "flag": "--limit-mm-per-prompt", "type": "str", "negatable": false, "spellings": ["--limit-mm-per-prompt"]}
+- {"section": "vllm", "key": "skipMmProfiling", "flag": "--skip-mm-profiling", "type": "bool", "negatable": false, "spellings": ["--skip-mm-profiling"]}
 - {"section": "model", "key": "servedModelName", "flag": "--served-model-name", "type": "str", "negatable": false, "spellings": ["--served-model-name"]}
 - {"section": "model", "key": "trustRemoteCode", "flag": "--trust-remote-code", "type": "bool", "negatable": false, "spellings": ["--trust-remote-code"]}
 - {"section": "model", "key": "revision", "flag": "--revision", "type": "str", "negatable": false, "spellings": ["--revision"]}
