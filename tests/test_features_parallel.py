@@ -153,3 +153,13 @@ def test_mm_flags_modelled_but_processor_kwargs_still_warned():
                     '{"max_pixels":1000}'], "0.33.0")
     assert p.flags["limit_mm_per_prompt"] == '{"image":0}'
     assert [o.dest for o in p.unmodelled] == ["--mm-processor-kwargs"]
+
+
+def test_moe_lora_slots_follow_the_dp_layout():
+    # FusedMoEWithLoRA takes moe_parallel_config.tp_size (lora/layers/fused_moe.py, 0.33.0): with DP 4 and no EP
+    # the expert slots' intermediate size is split 8 ways, not 2
+    lora = {"tensor_parallel_size": 2, "enable_lora": True, "max_loras": 4}
+    a = _est(MOE, lora).memory.lora_bytes
+    b = _est(MOE, {**lora, "data_parallel_size": 4}).memory.lora_bytes
+    c = _est(MOE, {**lora, "data_parallel_size": 4, "enable_expert_parallel": True}).memory.lora_bytes
+    assert b < a and c < a

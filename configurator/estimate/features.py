@@ -408,12 +408,15 @@ def _mlp(h: int, inter: int, gated: bool) -> list[Linear]:
     return [Linear(h, (inter, inter) if gated else (inter,), "column"), Linear(inter, (h,), "row")]
 
 
-def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: int = 1) -> dict[str, list]:
+def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: int = 1,
+                 moe: MoEParallel | None = None) -> dict[str, list]:
     """The LoRA-wrapped modules of the given decoder layers, by family: attention / mixer, dense MLP,
     MoE router and shared experts (linear), MoE routed experts, embeddings. Only the language model:
     vision / audio towers get LoRA only with enable_tower_connector_lora (off by default). `ep` > 1 (expert
     parallelism over tp x dp ranks): each rank holds E / ep whole experts (fused_moe.py local_num_experts; the
-    MoE tp_size collapses to 1, so the intermediate size is not split)."""
+    MoE tp_size collapses to 1, so the intermediate size is not split). `moe` (the DP / PCP / EP layout, which
+    FusedMoEWithLoRA takes from the base layer's moe_parallel_config, lora/layers/fused_moe.py 0.33.0) overrides
+    `ep`: without EP the expert intermediate size is split over tp x pcp x dp."""
     c, h = model.text_config, model.hidden_size
     heads = model.num_attention_heads
     gated = _gated(c)
@@ -462,8 +465,12 @@ def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: i
             if c.get("enable_moe_block") or str(c.get("model_type", "")).startswith("gemma4"):
                 fam["mlp"] += _mlp(h, model.intermediate_size, gated)  # Gemma 4: a dense MLP beside the experts
             if moe_lora:
-                fam["experts"].append(MoEExperts(cdiv(experts, ep), h, moe_inter, gated) if ep > 1
-                                      else MoEExperts(experts, h, cdiv(moe_inter, tp), gated))
+                if moe is not None:
+                    n_local, split = local_experts(experts, moe)
+                    fam["experts"].append(MoEExperts(n_local, h, cdiv(moe_inter, split), gated))
+                else:
+                    fam["experts"].append(MoEExperts(cdiv(experts, ep), h, moe_inter, gated) if ep > 1
+                                          else MoEExperts(experts, h, cdiv(moe_inter, tp), gated))
         else:
             fam["mlp"] += _mlp(h, model.intermediate_size, gated)
     return fam
@@ -493,8 +500,11 @@ def plan_lora(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: s
     s = LoraSettings(max_loras=loras, max_lora_rank=rank, dtype_bytes=dtype_bytes,
                      fully_sharded=_truthy(flags.get("fully_sharded_loras", False)), tp=tp, moe_lora=moe_lora,
                      moe_3d=any(a in MOE_3D_ARCHITECTURES for a in model.architectures))
-    ep = tp * _int(flags, "data_parallel_size", 1) if _truthy(flags.get("enable_expert_parallel", False)) else 1
-    fam = lora_modules(model, layers, moe_lora, tp, ep)
+    moe = MoEParallel(tp=tp, dp=_int(flags, "data_parallel_size", 1),
+                      pcp=_int(flags, "prefill_context_parallel_size", 1),
+                      expert_parallel=_truthy(flags.get("enable_expert_parallel", False)),
+                      redundant_experts=_eplb_redundant(flags) if _truthy(flags.get("enable_eplb", False)) else 0)
+    fam = lora_modules(model, layers, moe_lora, tp, moe=moe)
     if any(a in EMBEDDING_LORA_ARCHITECTURES for a in model.architectures):
         # VocabParallelEmbeddingWithLoRA (vocab x rank + H x rank) and LogitsProcessorWithLoRA (rank x H + vocab x rank)
         extra = LORA_EXTRA_VOCAB if _key(version) < _key(EXTRA_VOCAB_UNTIL) else 0
