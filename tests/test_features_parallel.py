@@ -163,3 +163,11 @@ def test_moe_lora_slots_follow_the_dp_layout():
     b = _est(MOE, {**lora, "data_parallel_size": 4}).memory.lora_bytes
     c = _est(MOE, {**lora, "data_parallel_size": 4, "enable_expert_parallel": True}).memory.lora_bytes
     assert b < a and c < a
+
+
+def test_dp_moe_activations_and_all2all_backend_keep_warnings():
+    r = _est(MOE, {"tensor_parallel_size": 2, "data_parallel_size": 4})
+    assert any(w.startswith("not-modelled") and "all-gather" in w for w in r.warnings)
+    assert not any("all-gather" in w for w in _est(DENSE, {"data_parallel_size": 4}).warnings)
+    p = parse_args(["vllm", "serve", "m", "-dp", "2", "--all2all-backend", "deepep_low_latency"], "0.33.0")
+    assert [o.dest for o in p.unmodelled] == ["--all2all-backend"]

@@ -199,8 +199,16 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
     delta = new - tp_bytes
     if base_weights_bytes:
         delta = max(delta, -base_weights_bytes)
+    warning = None
+    if dp * pcp > 1:
+        # distributed/device_communicators/all2all.py AgRsAll2AllManager (the default all2all_backend
+        # allgather_reducescatter, 0.33.0): dispatch all-gathers every DP rank's tokens before the experts
+        warning = (f"with DP x PCP = {dp * pcp} the MoE layers all-gather every DP rank's tokens (all2all "
+                   f"backend allgather_reducescatter by default; DeepEP-style backends keep their own buffers), so "
+                   f"the profiling run's MoE activations cover up to {dp * pcp} x max_num_batched_tokens tokens; "
+                   f"the activation estimate counts one rank's tokens")
     return ParallelPlan(moe=moe, num_experts=n, local_experts=local, split=split, tp_expert_bytes=tp_bytes,
-                        weights_delta=delta)
+                        weights_delta=delta, warning=warning)
 
 
 # vllm/config/multimodal.py (0.33.0): a modality --limit-mm-per-prompt leaves out keeps count 999
@@ -337,7 +345,7 @@ class FeatureMemory:
 
     def warnings(self) -> list[str]:
         """What a modelled feature still leaves out, for the result's warnings."""
-        return [f"not-modelled: {self.mm.warning}"] if self.mm and self.mm.warning else []
+        return [f"not-modelled: {p.warning}" for p in (self.parallel, self.mm) if p is not None and p.warning]
 
     def lines(self) -> list[str]:
         """One line per modelled feature, for the derivation."""

@@ -202,6 +202,7 @@ UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
     "--cuda-graph-sizes",
     "--long-prefill-token-threshold", "--max-num-partial-prefills", "--max-seq-len-to-capture",
     "--hf-overrides", "--rope-scaling", "--override-generation-config",
+    "--all2all-backend", "--enable-dbo",  # EP communication buffers, dual-batch overlap (0.33.0 arg_utils.py)
 })
 
 
