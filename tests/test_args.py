@@ -90,8 +90,8 @@ def test_unknown_tokens_carry_the_nearest_option_and_vllms_message():
 
 def test_unmodelled_options_are_reported_with_their_index():
     # LoRA is modelled (configurator/estimate/features.py); KV transfer and multimodal limits are not
-    p = parse_args(["vllm", "serve", "M", "--kv-transfer-config", "{}", "--limit-mm-per-prompt", "{}"], "0.33.0")
-    assert [(o.dest, o.index) for o in p.unmodelled] == [("--kv-transfer-config", 3), ("--limit-mm-per-prompt", 5)]
+    p = parse_args(["vllm", "serve", "M", "--kv-transfer-config", "{}", "--mm-processor-kwargs", "{}"], "0.33.0")
+    assert [(o.dest, o.index) for o in p.unmodelled] == [("--kv-transfer-config", 3), ("--mm-processor-kwargs", 5)]
 
 
 @pytest.mark.parametrize(("version", "cmd", "needle"), [

@@ -149,7 +149,9 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     # optional features (configurator/estimate/features.py): LoRA slots and a draft load with the weights,
     # --cpu-offload-gb keeps some of them in host memory
     feats = plan_features(model, f, version=b.version, dtype=inp.dtype, tp=tp, layers=stages[-1],
-                          num_tokens=inp.mnbt, spec=inp.spec, base_weights_bytes=w.per_rank_bytes)
+                          num_tokens=inp.mnbt, spec=inp.spec, base_weights_bytes=w.per_rank_bytes,
+                          max_num_seqs=inp.max_num_seqs, max_model_len=inp.max_len, chunked=inp.chunked,
+                          first_stage=pp == 1)
     weights = max(0, w.per_rank_bytes + feats.weights_bytes)
     tc = model.text_config
     ov = estimate_overheads(
@@ -169,6 +171,7 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     if feats.activation_bytes:
         ov = replace(ov, activation_bytes=ov.activation_bytes + feats.activation_bytes)
     derivation += feats.lines()
+    warnings += feats.warnings()
     if inp.spec is not None and inp.spec.warning:
         warnings.append(f"--speculative-config: {inp.spec.warning}")
     if cal is not None:

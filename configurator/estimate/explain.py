@@ -103,7 +103,9 @@ def feature_fields(budget: Budget) -> dict[str, int]:
     lora, spec = feats.lora, feats.spec
     return {"lora_bytes": lora.weights_bytes if lora else 0,
             "lora_activation_bytes": lora.activation_bytes if lora else 0,
-            "draft_weights_bytes": spec.weights_bytes if spec else 0, "cpu_offload_bytes": feats.cpu_offload_bytes}
+            "draft_weights_bytes": spec.weights_bytes if spec else 0, "cpu_offload_bytes": feats.cpu_offload_bytes,
+            "moe_parallel_delta_bytes": feats.parallel.weights_delta if feats.parallel else 0,
+            "encoder_cache_bytes": feats.mm.activation_bytes if feats.mm else 0}
 
 
 NEEDS_GPU = ("the budget (gpu_memory_utilization x the GPU's memory) and so the available KV cache memory, "
@@ -145,7 +147,8 @@ def explain_limited(inp: Inputs, kvp: KVPlan, budget: Budget, reason: str) -> Es
                "tensor_parallel_size": inp.tp, "pipeline_parallel_size": inp.pp, **inp.flags},
         memory=MemoryBreakdown(total_bytes=0, requested_bytes=0, weights_bytes=budget.weights_bytes,
                                activation_bytes=0, non_torch_bytes=0, cudagraph_bytes=0, kv_cache_bytes=0,
-                               **{k: v for k, v in feature_fields(budget).items() if k != "lora_activation_bytes"}),
+                               **{k: v for k, v in feature_fields(budget).items()
+                                  if k not in ("lora_activation_bytes", "encoder_cache_bytes")}),
         kv_cache=info, errors=errors, warnings=list(inp.warnings), derivation=derivation,
         not_modelled=reason)
 

@@ -19,12 +19,17 @@ from configurator.memory.features import (
     Linear,
     LoraSettings,
     MoEExperts,
+    MoEParallel,
+    encoder_outputs_bytes,
+    encoder_profile,
+    expert_share,
     linear_lora_bytes,
+    local_experts,
     lora_activation_bytes,
     moe_lora_bytes,
 )
 from configurator.memory.kv_dtype import DTYPE_BYTES
-from configurator.memory.weights import count_params, weight_bytes
+from configurator.memory.weights import QUANT_BITS, count_params, weight_bytes
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv, human_bytes
 
@@ -96,6 +101,228 @@ class SpecPlan:
 
 
 @dataclass(frozen=True)
+class ParallelPlan:
+    """-dp / -pcp / --enable-expert-parallel / EPLB resolved for one GPU (fused_moe/config.py, 0.33.0)."""
+
+    moe: MoEParallel
+    num_experts: int  # routed experts per MoE layer (0: a dense model)
+    local_experts: int  # experts on the most loaded GPU
+    split: int  # how many ways each expert's intermediate size is split
+    tp_expert_bytes: int  # the routed experts' bytes per GPU under plain TP (what the weights count assumed)
+    weights_delta: int  # what DP / EP changes in 'Model loading took' (negative: fewer expert bytes)
+    warning: str | None = None
+
+    def line(self) -> str:
+        m = self.moe
+        head = (f"data parallel {m.dp} (each DP rank is its own engine with its own KV pool, sized per GPU as "
+                f"for one engine; {m.tp * m.pcp * m.dp} GPUs in all)") if m.dp > 1 else f"TP {m.tp}"
+        if m.pcp > 1:
+            head += f", prefill context parallel {m.pcp}"
+        if not self.num_experts:
+            return head + (": a dense model, the weights are as without DP" if m.dp > 1 else
+                           ": a dense model, --enable-expert-parallel changes nothing")
+        if m.use_ep:
+            red = f" + {m.redundant_experts} redundant (EPLB)" if m.redundant_experts else ""
+            how = (f"expert parallel over {m.devices} GPUs: {self.num_experts}{red} experts -> {self.local_experts} "
+                   f"whole experts per GPU (expert_map_manager.py determine_expert_map)")
+        else:
+            how = (f"the MoE layers shard every expert over tp x dp = {m.devices} GPUs (fused_moe/config.py "
+                   f"flatten_tp_across_dp_and_pcp), intermediate size / {self.split}")
+        return (f"{head}; {how}: routed-expert weights {human_bytes(self.tp_expert_bytes)} under TP {m.tp} -> "
+                f"{human_bytes(self.tp_expert_bytes + self.weights_delta)} per GPU, counted in 'Model loading took'")
+
+
+def _quant_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: str) -> float:
+    """Bytes per routed-expert parameter as the weights count takes it (memory/weights.py _part_bytes);
+    MXFP4: e2m1 pairs + one e8m0 scale per 32, without the kernel's padding."""
+    method = model.quant.method or quantization
+    if method == "mxfp4":
+        return 0.5 + 1 / 32
+    bits = model.quant.weight_bits
+    if bits is None and quantization in QUANT_BITS:
+        bits = QUANT_BITS[quantization]
+    return bits / 8 if bits else DTYPE_BYTES.get(dtype, 2)
+
+
+def _eplb_redundant(flags: dict[str, Any]) -> int:
+    raw = flags.get("eplb_config")
+    if raw in (None, "", "{}"):
+        return 0
+    d = _spec_dict(raw) if not isinstance(raw, dict) else raw
+    try:
+        return max(int(d.get("num_redundant_experts") or 0), 0)
+    except (TypeError, ValueError):
+        raise InputError(f"--eplb-config: num_redundant_experts must be an integer, got "
+                         f"{d.get('num_redundant_experts')!r}") from None
+
+
+def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, layers: range,
+                  base_weights_bytes: int = 0) -> ParallelPlan | None:
+    """-dp / -pcp / --enable-expert-parallel -> how the routed experts land on one GPU (None when none is set).
+
+    Per GPU, a DP rank is a whole engine: attention, dense layers, embeddings and the KV pool are as for DP 1
+    (vllm/v1/engine/core.py DPEngineCoreProc, one per rank). Only FusedMoE layers see the DP ranks:
+    FusedMoEParallelConfig.make (model_executor/layers/fused_moe/config.py, 0.33.0) flattens TP x PCP x DP into
+    the MoE's tp_size, and with --enable-expert-parallel makes that the ep_size with tp_size 1."""
+    dp = _int(flags, "data_parallel_size", 1)
+    pcp = _int(flags, "prefill_context_parallel_size", 1)
+    ep = _truthy(flags.get("enable_expert_parallel", False))
+    eplb = _truthy(flags.get("enable_eplb", False))
+    redundant = _eplb_redundant(flags)
+    if dp <= 1 and pcp <= 1 and not ep and not eplb and not redundant:
+        return None
+    # config/parallel.py ParallelConfig.__post_init__ (0.33.0): EPLB needs EP; redundant experts need EPLB
+    if eplb and not ep:
+        raise InputError("enable_expert_parallel must be True to use EPLB.")
+    if redundant and not eplb:
+        raise InputError(f"num_redundant_experts is set to {redundant} but EPLB is not enabled. Either enable "
+                         f"EPLB or unset num_redundant_experts.")
+    moe = MoEParallel(tp=tp, dp=dp, pcp=pcp, expert_parallel=ep, redundant_experts=redundant if eplb else 0)
+    c = model.text_config
+    n = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0
+    n = int(n[0] if isinstance(n, list) else n)
+    if not n:
+        return ParallelPlan(moe=moe, num_experts=0, local_experts=0, split=1, tp_expert_bytes=0, weights_delta=0)
+    local, split = local_experts(n, moe)
+    p = count_params(model)
+    params = sum(p.per_layer_experts[i] for i in layers if i < len(p.per_layer_experts))
+    per_param = _quant_bytes_per_param(model, flags.get("quantization"), dtype)
+    base = weight_bytes(model, tp=tp, pp=1, quantization=flags.get("quantization"), dtype=dtype)
+    scale = 1.0
+    if base.source == "checkpoint":
+        # the checkpoint's size replaced the count: scale the experts' count the same way
+        cfg = weight_bytes(replace(model, weights_bytes=None), tp=tp, pp=1, quantization=flags.get("quantization"),
+                           dtype=dtype)
+        scale = base.total_bytes / max(cfg.total_bytes, 1)
+    tp_bytes = int(params * per_param * scale / max(tp, 1))
+    new = int(params * per_param * scale * expert_share(n, moe))
+    delta = new - tp_bytes
+    if base_weights_bytes:
+        delta = max(delta, -base_weights_bytes)
+    warning = None
+    if dp * pcp > 1:
+        # distributed/device_communicators/all2all.py AgRsAll2AllManager (the default all2all_backend
+        # allgather_reducescatter, 0.33.0): dispatch all-gathers every DP rank's tokens before the experts
+        warning = (f"with DP x PCP = {dp * pcp} the MoE layers all-gather every DP rank's tokens (all2all "
+                   f"backend allgather_reducescatter by default; DeepEP-style backends keep their own buffers), so "
+                   f"the profiling run's MoE activations cover up to {dp * pcp} x max_num_batched_tokens tokens; "
+                   f"the activation estimate counts one rank's tokens")
+    return ParallelPlan(moe=moe, num_experts=n, local_experts=local, split=split, tp_expert_bytes=tp_bytes,
+                        weights_delta=delta, warning=warning)
+
+
+# vllm/config/multimodal.py (0.33.0): a modality --limit-mm-per-prompt leaves out keeps count 999
+MM_DEFAULT_LIMIT = 999
+
+
+@dataclass(frozen=True)
+class MultimodalPlan:
+    """The multimodal encoder's share of the profiling run (gpu_model_runner.py profile_run, 0.33.0)."""
+
+    modalities: tuple[str, ...]  # the model's non-text modalities still enabled (limit > 0)
+    tokens_per_item: int  # the largest item's tokens when the config gives them (0: unknown)
+    items: int
+    tokens: int
+    activation_bytes: int  # encoder outputs held in encoder_cache during the decoder's dummy pass
+    skipped: str = ""  # why nothing is profiled (text-only limits, --skip-mm-profiling)
+    warning: str | None = None
+
+    def line(self) -> str:
+        if self.skipped:
+            return f"multimodal encoder: {self.skipped}; the profiling run adds nothing for it"
+        per = (f"{self.items} dummy item{'s' if self.items != 1 else ''} of {self.tokens_per_item:,} tokens"
+               if self.tokens_per_item else "items of unknown size filling the encoder budget")
+        return (f"multimodal encoder budget ({', '.join(self.modalities)}): the profiling run encodes {per} "
+                f"(encoder_budget.py, compute_mm_encoder_budget) and keeps their {self.tokens:,} output tokens "
+                f"in the encoder cache while the decoder's dummy pass runs: +{human_bytes(self.activation_bytes)} "
+                f"activation peak; --limit-mm-per-prompt '{{\"image\":0}}' (every modality 0) removes it")
+
+
+def _mm_limits(raw: Any) -> dict[str, int]:
+    """--limit-mm-per-prompt: JSON {"image": 2, "video": {"count": 1, ...}} (0.33.0 config/multimodal.py, the
+    legacy count-only form too) or the old image=2,video=1 form."""
+    if raw in (None, ""):
+        return {}
+    if isinstance(raw, dict):
+        d = raw
+    else:
+        text = str(raw).strip()
+        try:
+            d = json.loads(text)
+        except ValueError:
+            try:
+                d = {k.strip(): int(v) for k, v in (x.split("=", 1) for x in text.split(",") if x.strip())}
+            except ValueError:
+                raise InputError(f"--limit-mm-per-prompt: expected a JSON object, got {text[:60]!r}") from None
+    if not isinstance(d, dict):
+        raise InputError(f"--limit-mm-per-prompt: expected a JSON object, got {str(raw)[:60]!r}")
+    out = {}
+    for k, v in d.items():
+        n = v.get("count", MM_DEFAULT_LIMIT) if isinstance(v, dict) else v
+        try:
+            out[str(k)] = int(n)
+        except (TypeError, ValueError):
+            raise InputError(f"--limit-mm-per-prompt: {k}: expected a count, got {n!r}") from None
+    return out
+
+
+def model_modalities(model: ModelSpec) -> tuple[str, ...]:
+    """Non-text modalities the config declares: a vision tower -> image (and video when it has a
+    temporal patch size, the Qwen-VL video input), an audio tower -> audio."""
+    c = model.full_config
+    vision = c.get("vision_config")
+    out = []
+    if isinstance(vision, dict) or model.is_multimodal:
+        out.append("image")
+        if isinstance(vision, dict) and vision.get("temporal_patch_size"):
+            out.append("video")
+    if isinstance(c.get("audio_config"), dict):
+        out.append("audio")
+    return tuple(out)
+
+
+def _tokens_per_image(model: ModelSpec) -> int:
+    """The tokens one image becomes, when the config states it: mm_tokens_per_image (Gemma 3),
+    vision_config.default_output_length (Gemma 4), image_seq_length; else 0 (the processor decides)."""
+    c = model.full_config
+    vision = c.get("vision_config") if isinstance(c.get("vision_config"), dict) else {}
+    for v in (c.get("mm_tokens_per_image"), vision.get("default_output_length"), c.get("image_seq_length")):
+        if isinstance(v, int) and v > 0:
+            return v
+    return 0
+
+
+def plan_multimodal(model: ModelSpec, flags: dict[str, Any], *, dtype: str, num_tokens: int, max_num_seqs: int,
+                    max_model_len: int, chunked: bool = True) -> MultimodalPlan | None:
+    """The encoder's dummy batch in the profiling run (None for a text-only model)."""
+    mods = model_modalities(model)
+    if not mods:
+        return None
+    limits = _mm_limits(flags.get("limit_mm_per_prompt"))
+    on = tuple(m for m in mods if limits.get(m, MM_DEFAULT_LIMIT) > 0)
+    if not on:
+        return MultimodalPlan(modalities=(), tokens_per_item=0, items=0, tokens=0, activation_bytes=0,
+                              skipped="every modality limited to 0 (text-only), so compute_mm_encoder_budget "
+                                      "returns 0 and no encoder cache is initialized")
+    if _truthy(flags.get("skip_mm_profiling", False)):
+        return MultimodalPlan(modalities=on, tokens_per_item=0, items=0, tokens=0, activation_bytes=0,
+                              skipped="--skip-mm-profiling: the encoder is not profiled (its memory at serving "
+                                      "time then comes out of the KV headroom)")
+    t = _tokens_per_image(model) if on == ("image",) else 0
+    limit = min(limits.get(m, MM_DEFAULT_LIMIT) for m in on)
+    p = encoder_profile(t, max_num_batched_tokens=num_tokens, max_num_seqs=max_num_seqs, max_model_len=max_model_len,
+                        limit=limit, chunked_prefill=chunked)
+    act = encoder_outputs_bytes(p, model.hidden_size, DTYPE_BYTES.get(dtype, 2))
+    warn = ("the multimodal encoder's own transient peak in the profiling run (the vision / audio tower run on "
+            f"{p.tokens:,} tokens of dummy input) depends on the tower and processor and is not modelled; only "
+            "the encoder outputs it leaves in the encoder cache are counted")
+    if flags.get("mm_processor_kwargs"):
+        warn += "; --mm-processor-kwargs may change the tokens per item"
+    return MultimodalPlan(modalities=on, tokens_per_item=t, items=p.items, tokens=p.tokens, activation_bytes=act,
+                          warning=warn)
+
+
+@dataclass(frozen=True)
 class FeatureMemory:
     """What the optional features add, per GPU on the tightest rank, and how it is explained."""
 
@@ -103,20 +330,28 @@ class FeatureMemory:
     spec: SpecPlan | None = None
     cpu_offload_bytes: int = 0  # decoder-layer parameters kept in host memory (--cpu-offload-gb)
     cpu_offload_requested: float = 0.0
+    parallel: ParallelPlan | None = None  # -dp / --enable-expert-parallel: the routed experts per GPU
+    mm: MultimodalPlan | None = None  # the multimodal encoder's dummy batch in the profiling run
 
     @property
     def weights_bytes(self) -> int:
         """What the features add to (LoRA, draft) or take from (CPU offload) 'Model loading took'."""
         return (self.lora.weights_bytes if self.lora else 0) + (self.spec.weights_bytes if self.spec else 0) \
-            - self.cpu_offload_bytes
+            - self.cpu_offload_bytes + (self.parallel.weights_delta if self.parallel else 0)
 
     @property
     def activation_bytes(self) -> int:
-        return self.lora.activation_bytes if self.lora else 0
+        return (self.lora.activation_bytes if self.lora else 0) + (self.mm.activation_bytes if self.mm else 0)
+
+    def warnings(self) -> list[str]:
+        """What a modelled feature still leaves out, for the result's warnings."""
+        return [f"not-modelled: {p.warning}" for p in (self.parallel, self.mm) if p is not None and p.warning]
 
     def lines(self) -> list[str]:
         """One line per modelled feature, for the derivation."""
         out = []
+        if self.parallel:
+            out.append(self.parallel.line())
         if self.lora:
             s = self.lora.settings
             parts = ", ".join(f"{name} {human_bytes(b)}" for name, b in self.lora.parts if b)
@@ -128,6 +363,8 @@ class FeatureMemory:
                        f"is host memory only")
         if self.spec:
             out.append(self.spec.line())
+        if self.mm:
+            out.append(self.mm.line())
         if self.cpu_offload_bytes:
             out.append(f"--cpu-offload-gb {self.cpu_offload_requested:g}: {human_bytes(self.cpu_offload_bytes)} of "
                        f"decoder-layer parameters stay in host memory, read over PCIe each step (UVA), so the GPU "
@@ -179,12 +416,15 @@ def _mlp(h: int, inter: int, gated: bool) -> list[Linear]:
     return [Linear(h, (inter, inter) if gated else (inter,), "column"), Linear(inter, (h,), "row")]
 
 
-def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: int = 1) -> dict[str, list]:
+def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: int = 1,
+                 moe: MoEParallel | None = None) -> dict[str, list]:
     """The LoRA-wrapped modules of the given decoder layers, by family: attention / mixer, dense MLP,
     MoE router and shared experts (linear), MoE routed experts, embeddings. Only the language model:
     vision / audio towers get LoRA only with enable_tower_connector_lora (off by default). `ep` > 1 (expert
     parallelism over tp x dp ranks): each rank holds E / ep whole experts (fused_moe.py local_num_experts; the
-    MoE tp_size collapses to 1, so the intermediate size is not split)."""
+    MoE tp_size collapses to 1, so the intermediate size is not split). `moe` (the DP / PCP / EP layout, which
+    FusedMoEWithLoRA takes from the base layer's moe_parallel_config, lora/layers/fused_moe.py 0.33.0) overrides
+    `ep`: without EP the expert intermediate size is split over tp x pcp x dp."""
     c, h = model.text_config, model.hidden_size
     heads = model.num_attention_heads
     gated = _gated(c)
@@ -233,8 +473,12 @@ def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: i
             if c.get("enable_moe_block") or str(c.get("model_type", "")).startswith("gemma4"):
                 fam["mlp"] += _mlp(h, model.intermediate_size, gated)  # Gemma 4: a dense MLP beside the experts
             if moe_lora:
-                fam["experts"].append(MoEExperts(cdiv(experts, ep), h, moe_inter, gated) if ep > 1
-                                      else MoEExperts(experts, h, cdiv(moe_inter, tp), gated))
+                if moe is not None:
+                    n_local, split = local_experts(experts, moe)
+                    fam["experts"].append(MoEExperts(n_local, h, cdiv(moe_inter, split), gated))
+                else:
+                    fam["experts"].append(MoEExperts(cdiv(experts, ep), h, moe_inter, gated) if ep > 1
+                                          else MoEExperts(experts, h, cdiv(moe_inter, tp), gated))
         else:
             fam["mlp"] += _mlp(h, model.intermediate_size, gated)
     return fam
@@ -264,8 +508,11 @@ def plan_lora(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: s
     s = LoraSettings(max_loras=loras, max_lora_rank=rank, dtype_bytes=dtype_bytes,
                      fully_sharded=_truthy(flags.get("fully_sharded_loras", False)), tp=tp, moe_lora=moe_lora,
                      moe_3d=any(a in MOE_3D_ARCHITECTURES for a in model.architectures))
-    ep = tp * _int(flags, "data_parallel_size", 1) if _truthy(flags.get("enable_expert_parallel", False)) else 1
-    fam = lora_modules(model, layers, moe_lora, tp, ep)
+    moe = MoEParallel(tp=tp, dp=_int(flags, "data_parallel_size", 1),
+                      pcp=_int(flags, "prefill_context_parallel_size", 1),
+                      expert_parallel=_truthy(flags.get("enable_expert_parallel", False)),
+                      redundant_experts=_eplb_redundant(flags) if _truthy(flags.get("enable_eplb", False)) else 0)
+    fam = lora_modules(model, layers, moe_lora, tp, moe=moe)
     if any(a in EMBEDDING_LORA_ARCHITECTURES for a in model.architectures):
         # VocabParallelEmbeddingWithLoRA (vocab x rank + H x rank) and LogitsProcessorWithLoRA (rank x H + vocab x rank)
         extra = LORA_EXTRA_VOCAB if _key(version) < _key(EXTRA_VOCAB_UNTIL) else 0
@@ -292,12 +539,19 @@ def cpu_offload_bytes(requested_gib: float, base_weights_bytes: int) -> int:
 
 
 def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: str, tp: int, layers: range,
-                  num_tokens: int, spec: SpecPlan | None = None, base_weights_bytes: int = 0) -> FeatureMemory:
-    """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs)."""
+                  num_tokens: int, spec: SpecPlan | None = None, base_weights_bytes: int = 0, max_num_seqs: int = 256,
+                  max_model_len: int = 0, chunked: bool = True, first_stage: bool = True) -> FeatureMemory:
+    """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs). The encoder
+    budget applies on the first pipeline stage, which runs the encoder (`first_stage`)."""
     gib = float(flags.get("cpu_offload_gb") or 0)
+    par = plan_parallel(model, flags, tp=tp, dtype=dtype, layers=layers, base_weights_bytes=base_weights_bytes)
+    base = base_weights_bytes + (par.weights_delta if par else 0)
     return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
-                                        num_tokens=num_tokens), spec=spec,
-                         cpu_offload_bytes=cpu_offload_bytes(gib, base_weights_bytes), cpu_offload_requested=gib)
+                                        num_tokens=num_tokens), spec=spec, parallel=par,
+                         mm=plan_multimodal(model, flags, dtype=dtype, num_tokens=num_tokens, max_num_seqs=max_num_seqs,
+                                            max_model_len=max_model_len or num_tokens, chunked=chunked)
+                         if first_stage else None,
+                         cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib)
 
 
 # vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's

@@ -30,6 +30,12 @@ class MemoryBreakdown(BaseModel):
                                                     "MTP layers); already inside weights_bytes")
     cpu_offload_bytes: int = Field(0, description="weights kept in host memory by --cpu-offload-gb; already taken "
                                                   "out of weights_bytes")
+    encoder_cache_bytes: int = Field(0, description="multimodal encoder outputs the profiling run keeps in the "
+                                                    "encoder cache during the decoder's dummy pass; already inside "
+                                                    "activation_bytes")
+    moe_parallel_delta_bytes: int = Field(0, description="what data / expert parallelism changes in the routed "
+                                                         "experts' bytes per GPU against plain TP (negative: fewer); "
+                                                         "already inside weights_bytes")
     kv_cache_bytes: int = Field(description="'Available KV cache memory' vLLM logs and sizes the pool from")
 
 

@@ -102,3 +102,83 @@ def lora_activation_bytes(num_tokens: int, s: LoraSettings, moe_top_k: int = 0, 
     linear = 3 * num_tokens * s.max_lora_rank * 4
     moe = 2 * num_tokens * moe_top_k * s.max_lora_rank * act_bytes if (s.moe_lora and moe_top_k) else 0
     return linear + moe
+
+
+@dataclass(frozen=True)
+class MoEParallel:
+    """How one rank holds the routed experts (vllm/model_executor/layers/fused_moe/config.py
+    FusedMoEParallelConfig.make, 0.33.0): the MoE layer sees tp x pcp x dp devices
+    (flatten_tp_across_dp_and_pcp), whatever the attention's TP is."""
+
+    tp: int = 1
+    dp: int = 1
+    pcp: int = 1
+    expert_parallel: bool = False  # --enable-expert-parallel
+    redundant_experts: int = 0  # --eplb-config num_redundant_experts (EPLB only)
+
+    @property
+    def devices(self) -> int:
+        return max(self.tp, 1) * max(self.dp, 1) * max(self.pcp, 1)
+
+    @property
+    def use_ep(self) -> bool:
+        """use_ep = dp x pcp x tp > 1 and enable_expert_parallel."""
+        return self.expert_parallel and self.devices > 1
+
+
+def local_experts(num_experts: int, p: MoEParallel) -> tuple[int, int]:
+    """(experts on the most loaded rank, how many ways each expert's intermediate size is split).
+
+    Without EP: every rank holds all experts, TP-sharded over tp x pcp x dp (tp_size = flattened size).
+    With EP: tp_size = 1, ep_size = the flattened size; expert_map_manager.py determine_expert_map gives
+    rank r (global_num_experts // ep) + 1 when r < global % ep, global = experts + redundant (layer.py
+    determine_expert_counts). 256 experts, TP 2 x DP 4 with EP: 32 whole experts per GPU."""
+    if not num_experts:
+        return 0, 1
+    if p.use_ep:
+        return cdiv(num_experts + p.redundant_experts, p.devices), 1
+    return num_experts, p.devices
+
+
+def expert_share(num_experts: int, p: MoEParallel) -> float:
+    """The fraction of one MoE layer's routed-expert weights a rank holds (1 / tp for plain TP)."""
+    n, split = local_experts(num_experts, p)
+    return n / num_experts / split if num_experts else 0.0
+
+
+@dataclass(frozen=True)
+class EncoderProfile:
+    """What the profiling run feeds the multimodal encoder (vllm/multimodal/encoder_budget.py MultiModalBudget,
+    v1/core/encoder_cache_manager.py compute_mm_encoder_budget, 0.33.0)."""
+
+    budget_tokens: int  # min(encoder compute budget, encoder cache size) = max(max_num_batched_tokens, T)
+    items: int  # dummy items of the largest modality in the profiling batch
+    tokens: int  # encoder-output tokens the profiling run keeps while the decoder's dummy pass runs
+
+
+def encoder_profile(tokens_per_item: int, *, max_num_batched_tokens: int, max_num_seqs: int, max_model_len: int,
+                    limit: int, chunked_prefill: bool = True) -> EncoderProfile:
+    """The dummy encoder batch of the profiling run.
+
+    compute_mm_encoder_budget: compute budget = max(max_num_encoder_input_tokens, T), cache size =
+    max(encoder_cache_size, T), both scheduler fields = max_num_batched_tokens (config/scheduler.py); the
+    budget is their min. MultiModalBudget._get_max_items: items = max(1, min(budget // T,
+    max_num_seqs x max(1, min(limit, max_model_len // T)))) (max_num_seqs capped at
+    max_num_batched_tokens // T without chunked prefill). T = 0 (not known from the config): the encoder
+    outputs are taken to fill the budget, max_num_batched_tokens tokens (exact when T divides it).
+    Qwen-style 8,192-token batch, T 1,024 (say), 256 sequences: 8 items, 8,192 tokens."""
+    if tokens_per_item <= 0:
+        return EncoderProfile(max_num_batched_tokens, 0, max_num_batched_tokens)
+    t = tokens_per_item
+    budget = max(max_num_batched_tokens, t)
+    per_prompt = max(1, min(limit, max_model_len // t))
+    reqs = max_num_seqs if chunked_prefill else min(max_num_seqs, max_num_batched_tokens // t)
+    items = max(1, min(budget // t, reqs * per_prompt))
+    return EncoderProfile(budget, items, items * t)
+
+
+def encoder_outputs_bytes(p: EncoderProfile, hidden_size: int, dtype_bytes: int = 2) -> int:
+    """The profiling run's encoder outputs, held in encoder_cache while the decoder's dummy pass runs
+    (v1/worker/gpu_model_runner.py profile_run, 0.33.0): tokens x the language model's hidden size x the
+    model dtype. 8,192 tokens x 3,584 x 2 B = 56 MiB."""
+    return p.tokens * hidden_size * dtype_bytes

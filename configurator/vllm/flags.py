@@ -55,7 +55,12 @@ FLAGS: tuple[Flag, ...] = (
     Flag("mamba_cache_dtype", "str", "Mamba/linear-attention conv state dtype (auto, float32, ...)."),
     Flag("mamba_ssm_cache_dtype", "str", "Mamba/linear-attention SSM state dtype (auto, float32, ...)."),
     Flag("disable_hybrid_kv_cache_manager", "bool", "Give every layer full-length KV."),
-    Flag("enable_expert_parallel", "bool", "Spread MoE experts across ranks."),
+    Flag("enable_expert_parallel", "bool", "Spread MoE experts across ranks: each GPU holds whole experts, "
+         "experts / (TP x DP) of them, instead of a TP slice of every expert."),
+    Flag("prefill_context_parallel_size", "int", "Prefill context-parallel ranks (the MoE layers shard over "
+         "them like DP)."),
+    Flag("enable_eplb", "bool", "Expert-parallel load balancing (needs --enable-expert-parallel)."),
+    Flag("eplb_config", "str", "EPLB settings, a JSON object; num_redundant_experts adds expert replicas."),
     Flag("max_cudagraph_capture_size", "int", "Largest batch captured as a CUDA graph."),
     Flag("enable_lora", "bool", "LoRA adapters: vLLM preallocates max_loras slots of max_lora_rank on every "
          "LoRA-capable layer."),
@@ -66,6 +71,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("fully_sharded_loras", "bool", "Shard LoRA slots fully across tensor-parallel ranks."),
     Flag("speculative_config", "str", "Speculative decoding, a JSON object: method (ngram, eagle, eagle3, mtp, "
          "draft_model, ...), model (the draft), num_speculative_tokens."),
+    Flag("limit_mm_per_prompt", "str", "Multimodal items per prompt, a JSON object ({\"image\": 0} = text-only: "
+         "no encoder cache, no encoder profiling)."),
+    Flag("skip_mm_profiling", "bool", "Skip the multimodal encoder's profiling (its memory is not reserved)."),
     Flag("model", "str", "Model (Hugging Face id, profile name, or path)."),
 )
 BY_DEST = {f.dest: f for f in FLAGS}
@@ -183,14 +191,18 @@ LAUNCHERS = ("vllm", "python", "python3")
 # --max-lora-rank, --max-cpu-loras, --lora-dtype, --fully-sharded-loras) is modelled in
 # configurator/estimate/features.py; --lora-modules only names adapters loaded into those slots.
 # --speculative-config is modelled there too; the pre-0.8 spellings (--speculative-model,
-# --num-speculative-tokens) are not.
+# --num-speculative-tokens) are not. Data / expert parallelism (-dp, --enable-expert-parallel, -pcp,
+# --enable-eplb, --eplb-config num_redundant_experts) is modelled there as well, and so are
+# --limit-mm-per-prompt and --skip-mm-profiling (the encoder's profiling batch); --mm-processor-kwargs
+# (tokens per item) is not.
 UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
     "--num-speculative-tokens", "--speculative-model",
-    "--kv-transfer-config", "--kv-events-config", "--limit-mm-per-prompt", "--mm-processor-kwargs",
-    "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--enable-eplb",
-    "--eplb-config", "--compilation-config", "-O", "--cuda-graph-sizes",
+    "--kv-transfer-config", "--kv-events-config", "--mm-processor-kwargs",
+    "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--compilation-config", "-O",
+    "--cuda-graph-sizes",
     "--long-prefill-token-threshold", "--max-num-partial-prefills", "--max-seq-len-to-capture",
     "--hf-overrides", "--rope-scaling", "--override-generation-config",
+    "--all2all-backend", "--enable-dbo",  # EP communication buffers, dual-batch overlap (0.33.0 arg_utils.py)
 })
 
 

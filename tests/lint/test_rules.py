@@ -75,7 +75,7 @@ CASES = [
     ("release-unknown", deployment(SERVE, image="vllm/vllm-openai:latest"), []),
     ("release-unknown", deployment(SERVE, image="vllm/vllm-openai"), []),
     ("release-unknown", deployment(SERVE, image="rocm/vllm:rocm6.3.1_vllm_0.10.1_20250101"), []),
-    ("not-modelled", deployment([*SERVE, "--kv-transfer-config", "{}", "--limit-mm-per-prompt", "{}"]),
+    ("not-modelled", deployment([*SERVE, "--kv-transfer-config", "{}", "--mm-processor-kwargs", "{}"]),
      [ARGS_LINE, ARGS_LINE]),
     ("not-modelled", deployment([*SERVE, "--enable-lora", "--max-loras", "4"]), []),  # LoRA is modelled
     ("not-modelled", deployment(SERVE), []),

@@ -23,6 +23,9 @@
 - {"section": "vllm", "key": "mambaSsmCacheDtype", "flag": "--mamba-ssm-cache-dtype", "type": "str", "negatable": false, "spellings": ["--mamba-ssm-cache-dtype"]}
 - {"section": "vllm", "key": "disableHybridKvCacheManager", "flag": "--disable-hybrid-kv-cache-manager", "type": "bool", "negatable": false, "spellings": ["--disable-hybrid-kv-cache-manager"]}
 - {"section": "vllm", "key": "enableExpertParallel", "flag": "--enable-expert-parallel", "type": "bool", "negatable": false, "spellings": ["--enable-expert-parallel"]}
+- {"section": "vllm", "key": "prefillContextParallelSize", "flag": "--prefill-context-parallel-size", "type": "int", "negatable": false, "spellings": ["--prefill-context-parallel-size"]}
+- {"section": "vllm", "key": "enableEplb", "flag": "--enable-eplb", "type": "bool", "negatable": false, "spellings": ["--enable-eplb"]}
+- {"section": "vllm", "key": "eplbConfig", "flag": "--eplb-config", "type": "str", "negatable": false, "spellings": ["--eplb-config"]}
 - {"section": "vllm", "key": "maxCudagraphCaptureSize", "flag": "--max-cudagraph-capture-size", "type": "int", "negatable": false, "spellings": ["--max-cudagraph-capture-size"]}
 - {"section": "vllm", "key": "enableLora", "flag": "--enable-lora", "type": "bool", "negatable": false, "spellings": ["--enable-lora"]}
 - {"section": "vllm", "key": "maxLoras", "flag": "--max-loras", "type": "int", "negatable": false, "spellings": ["--max-loras"]}
@@ -31,6 +34,8 @@
 - {"section": "vllm", "key": "loraDtype", "flag": "--lora-dtype", "type": "str", "negatable": false, "spellings": ["--lora-dtype"]}
 - {"section": "vllm", "key": "fullyShardedLoras", "flag": "--fully-sharded-loras", "type": "bool", "negatable": false, "spellings": ["--fully-sharded-loras"]}
 - {"section": "vllm", "key": "speculativeConfig", "flag": "--speculative-config", "type": "str", "negatable": false, "spellings": ["--speculative-config"]}
+- {"section": "vllm", "key": "limitMmPerPrompt", "flag": "--limit-mm-per-prompt", "type": "str", "negatable": false, "spellings": ["--limit-mm-per-prompt"]}
+- {"section": "vllm", "key": "skipMmProfiling", "flag": "--skip-mm-profiling", "type": "bool", "negatable": false, "spellings": ["--skip-mm-profiling"]}
 - {"section": "model", "key": "servedModelName", "flag": "--served-model-name", "type": "str", "negatable": false, "spellings": ["--served-model-name"]}
 - {"section": "model", "key": "trustRemoteCode", "flag": "--trust-remote-code", "type": "bool", "negatable": false, "spellings": ["--trust-remote-code"]}
 - {"section": "model", "key": "revision", "flag": "--revision", "type": "str", "negatable": false, "spellings": ["--revision"]}
