@@ -447,6 +447,16 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                 else (None, None)
             if name is None:
                 model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
+            model_note = None
+            if model is None and model_id == str(name) and str(name).startswith(("/", "./", "../", "~")):
+                # a path inside the container: its served name may name the model (checked as that, and said so)
+                for alias in s.served_names:
+                    found_model, _ = _model(str(alias), (), models, opts.model_resolver)
+                    if found_model is not None:
+                        model, model_error = found_model, None
+                        model_note = (f"model '{name}' is a path inside the container; its served name '{alias}' "
+                                      f"names {found_model.hf_id or found_model.name}, whose geometry is used")
+                        break
             # both are pure in these inputs, and the same few values recur across a repository's servers
             gpu_key = (s.annotations.get(GPU_ANNOTATION), repr(sorted(s.gpu_labels.items())), s.gpu_resource)
             if gpu_key not in gpus:
@@ -487,7 +497,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                     est_error = str(e)
             ctx = Context(server=s, gpu=gpu, gpu_source=gpu_source, version=version, model=model,
                           model_error=model_error, estimate=result, estimate_error=est_error, workload=workload,
-                          typical_capacity=typical, release=release, catalog=catalog)
+                          typical_capacity=typical, release=release, catalog=catalog,
+                          model_note=model_note)
             obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
             for r in enabled:
                 for hit in r.check(ctx):

@@ -124,6 +124,7 @@ class Server:
     annotations: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)  # the container's literal env (VLLM_* change behaviour)
     notes: list[str] = field(default_factory=list)
+    served_names: list[str] = field(default_factory=list)  # --served-model-name values, as written
     # vLLM options that change memory but are not modelled, as written, with their location
     unmodelled: list[tuple[str, Loc]] = field(default_factory=list)
     # tokens vLLM's parser would reject ("unrecognized arguments"), with their location
@@ -255,6 +256,14 @@ def apply_tokens(server: Server, tokens: list[Token]) -> None:
     tokens = list(tokens)
     version = flag_table_release(server.image, server.env)
     server.flags_release = version
+    for i, t in enumerate(tokens):  # not a memory flag, but it may name the model a container path holds
+        opt, eq, val = t.text.partition("=")
+        if opt in ("--served-model-name", "--served_model_name"):
+            following = [x.text for x in tokens[i + 1:i + 4]]
+            names = [val] if eq else [x for x in following[:next(
+                (k for k, x in enumerate(following) if x.startswith("-")), len(following))]]
+            server.served_names += [n for n in names if n]
+            server.flag_locs.setdefault("served_model_name", t.loc)
     for _ in range(MAX_BAD_FLAGS):
         try:
             parsed = _parse_cached(tuple(t.text for t in tokens), version)

@@ -70,6 +70,7 @@ class Context:
     typical_capacity: int | None = None  # concurrent typical-length requests (with a workload)
     release: Release | None = None
     catalog: CatalogFit | None = None  # no GPU type: the catalog GPUs it fits on and those it does not
+    model_note: str | None = None  # how the model was found when the name itself did not say
     extra: dict = field(default_factory=dict)
 
     @property
@@ -359,6 +360,17 @@ def _by_class(gpus: tuple) -> str:
 def _model_unknown(ctx: Context) -> Iterator[Hit]:
     if ctx.model is None and ctx.model_error:
         yield Hit(ctx.model_error, ctx.server.flag_loc("model"))
+
+
+@rule("model-from-served-name", "Model taken from the served name", "info",
+      "The model is a path inside the container (/data/, /mnt/models), which says nothing about its geometry, "
+      "but --served-model-name names a model the tool knows; the server is checked as that model. A served name "
+      "is what clients call the model, so it can differ from what was loaded.",
+      "Map the path to its model with models: in .vllm-configurator.yaml or the vllm-configurator.io/model "
+      "annotation to be exact.")
+def _model_from_served_name(ctx: Context) -> Iterator[Hit]:
+    if ctx.model_note:
+        yield Hit(ctx.model_note, ctx.server.flag_loc("served_model_name"))
 
 
 @rule("startup-probe-too-short", "Probes kill the server before the weights load", "warning",
