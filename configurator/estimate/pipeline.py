@@ -48,7 +48,7 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
                "(profiles/error_bands.yaml)")
     else:
         below, above, row = band_bytes(inp.b.version, inp.model)
-        why = f"the dev logs' 95th-percentile error for {row} (profiles/error_bands.yaml)"
+        why = f"1.645 x the dev logs' cross-validated RMS error, {row} (profiles/error_bands.yaml)"
     low, high = avail - below, avail + above
     fixed = bool(inp.errors or budget.errors)  # refusals the band does not move
     at_high = decide(inp, kvp, replace(budget, available_bytes=high)).errors if above else verdict.errors
