@@ -24,7 +24,7 @@ CASES = {
     "estimate (json)": (["estimate", "--model", "meta-llama/Llama-2-7b-hf", "--gpu", "a100-80gb", "--format", "json"],
                         0, '"fits": true'),
     "estimate hybrid": (["estimate", "--model", "Qwen/Qwen3.6-27B-FP8", "--gpu", "h100-nvl", "--kv-cache-dtype", "fp8",
-                         "--max-model-len", "131072"], 0, "Gated DeltaNet"),
+                         "--max-model-len", "131072", "--max-num-seqs", "64"], 0, "Gated DeltaNet"),
     "estimate refused": (["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4"], 1,
                          "REFUSED: vLLM would not start"),
 }
