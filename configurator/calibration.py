@@ -76,14 +76,6 @@ def read_calibration(path: str | Path) -> Calibration:
         raise InputError(f"{p}: not a calibration file ({loc}: {first['msg']})") from None
 
 
-def overhead_scale(predicted_now: int, predicted_then: int) -> float:
-    """How much the overhead changes between the calibrated flags and the asked ones, by the model's
-    own prediction (1.0 for the same flags)."""
-    if predicted_then <= 0:
-        return 1.0
-    return predicted_now / predicted_then
-
-
 def requested_bytes(total: int, util: float, rounding: str) -> int:
     return math.ceil(total * util) if rounding == "ceil" else int(total * util)
 
