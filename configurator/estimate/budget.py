@@ -9,8 +9,11 @@ free memory below the request, weights that do not load.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from configurator.estimate.features import FeatureMemory, plan_features, spec_capture_sizes
 from configurator.estimate.inputs import Inputs
@@ -93,20 +96,57 @@ def calibration_layout(cal: CalibrationLike) -> tuple[int, int]:
     return int(cal.flags.get("tensor_parallel_size") or 1), int(cal.flags.get("pipeline_parallel_size") or 1)
 
 
+# flags whose memory lands inside "Model loading took" (configurator/estimate/features.py)
+FEATURE_WEIGHT_FLAGS = ("enable_lora", "max_loras", "max_lora_rank", "lora_dtype", "fully_sharded_loras",
+                        "speculative_config", "cpu_offload_gb", "data_parallel_size", "enable_expert_parallel",
+                        "enable_eplb", "eplb_config")
+
+
+def _feature_value(key: str, value: Any) -> Any:
+    """A feature flag as vLLM reads it, so an option left at its default compares equal to the default."""
+    if key in ("enable_lora", "fully_sharded_loras", "enable_expert_parallel", "enable_eplb"):
+        return bool(value)
+    if key == "cpu_offload_gb":
+        return float(value or 0)
+    if key == "data_parallel_size":
+        return int(value or 1)
+    if isinstance(value, str) and value.strip().startswith("{"):
+        with contextlib.suppress(ValueError):
+            return json.loads(value)
+    return value or None
+
+
+def _same_features(then: dict, now: dict) -> bool:
+    """Whether the calibrated run had the same LoRA / draft / offload / expert layout as these flags (a
+    LoRA size the calibrated run did not state is vLLM's default, which `now` holds when not given)."""
+    for k in FEATURE_WEIGHT_FLAGS:
+        if then.get(k) is None and k in ("max_loras", "max_lora_rank", "lora_dtype"):
+            continue
+        if _feature_value(k, then.get(k)) != _feature_value(k, now.get(k)):
+            return False
+    return True
+
+
 def apply_calibration(cal: CalibrationLike, inp: Inputs, weights: int, ov: Overheads,
-                      other: int) -> tuple[int, Overheads, int, str]:
+                      other: int, feature_bytes: int = 0) -> tuple[int, Overheads, int, str]:
     """Measured weights and overheads replace the model's, scaled by the model's own ratios when
     the flags differ from the calibrated run."""
     m = cal.measured
     same_layout = calibration_layout(cal) == (inp.tp, inp.pp)
     if m.weights_bytes:
+        # LoRA slots, a draft, CPU offload or an expert layout the calibrated run did not have are added to
+        # what it measured (when it had the same ones, the measured figure already holds them)
+        same_features = _same_features(cal.flags, inp.flags)
+        extra = 0 if same_features else feature_bytes
+        base = weights - feature_bytes
         if same_layout:
-            weights = m.weights_bytes
+            weights = m.weights_bytes + extra
         else:  # the measured total, split as the model splits across these ranks
             then = weight_bytes(inp.model, tp=int(cal.flags.get("tensor_parallel_size") or 1),
                                 pp=int(cal.flags.get("pipeline_parallel_size") or 1),
-                                quantization=cal.flags.get("quantization"), dtype=inp.dtype).per_rank_bytes
-            weights = int(m.weights_bytes * weights / max(then, 1))
+                                quantization=cal.flags.get("quantization"), dtype=inp.dtype,
+                                compute_capability=inp.gpu.sm).per_rank_bytes
+            weights = int(m.weights_bytes * base / max(then, 1)) + extra
     predicted_now = ov.activation_bytes + ov.non_torch_bytes + ov.cudagraph_bytes + other
     scale = overhead_scale(predicted_now, cal.predicted_overhead_bytes)
     overhead = int(m.overhead_bytes * scale)
@@ -175,7 +215,7 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     if inp.spec is not None and inp.spec.warning:
         warnings.append(f"--speculative-config: {inp.spec.warning}")
     if cal is not None:
-        weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other)
+        weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other, feats.weights_bytes)
         derivation.append(line)
     kv_bytes_flag = f.get("kv_cache_memory_bytes")
     if kv_bytes_flag:

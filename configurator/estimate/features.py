@@ -148,7 +148,7 @@ def _eplb_redundant(flags: dict[str, Any]) -> int:
     raw = flags.get("eplb_config")
     if raw in (None, "", "{}"):
         return 0
-    d = _spec_dict(raw) if not isinstance(raw, dict) else raw
+    d = _spec_dict(raw, "--eplb-config")
     try:
         return max(int(d.get("num_redundant_experts") or 0), 0)
     except (TypeError, ValueError):
@@ -565,16 +565,16 @@ DRAFT_MODEL_REFUSED = ("Draft model speculative decoding is not supported yet. P
 NO_WEIGHT_METHODS = frozenset({"ngram", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class"})
 
 
-def _spec_dict(raw: Any) -> dict:
-    """--speculative-config as vLLM takes it: a JSON object (argparse type json.loads)."""
+def _spec_dict(raw: Any, flag: str = "--speculative-config") -> dict:
+    """A JSON-object option (--speculative-config, --eplb-config) as vLLM takes it (argparse type json.loads)."""
     if isinstance(raw, dict):
         return raw
     try:
         d = json.loads(str(raw))
     except ValueError:
-        raise InputError(f"--speculative-config: expected a JSON object, got {str(raw)[:60]!r}") from None
+        raise InputError(f"{flag}: expected a JSON object, got {str(raw)[:60]!r}") from None
     if not isinstance(d, dict):
-        raise InputError(f"--speculative-config: expected a JSON object, got {str(raw)[:60]!r}")
+        raise InputError(f"{flag}: expected a JSON object, got {str(raw)[:60]!r}")
     return d
 
 

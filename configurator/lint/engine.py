@@ -151,7 +151,7 @@ def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None,
     the vllm-configurator.io/model annotation) is never read from this machine's files: `/mnt/models` or a
     PVC mount is a path inside the container, and a folder of the same name here is a coincidence. Only the
     config's `models:` map (`local_ok`) and --model-config folders point at local files."""
-    key = (name, local_ok)
+    key = (name, local_ok, dirs)
     if key in cache:
         return cache[key]
     from configurator.model.resolve import load_local, resolve_model
@@ -451,7 +451,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
             if model is None and model_id == str(name) and str(name).startswith(("/", "./", "../", "~")):
                 # a path inside the container: its served name may name the model (checked as that, and said so)
                 for alias in s.served_names:
-                    found_model, _ = _model(str(alias), (), models, opts.model_resolver)
+                    found_model, _ = _model(str(alias), dirs, models, opts.model_resolver)
                     if found_model is not None:
                         model, model_error = found_model, None
                         model_note = (f"model '{name}' is a path inside the container; its served name '{alias}' "

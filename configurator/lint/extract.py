@@ -262,8 +262,8 @@ def apply_tokens(server: Server, tokens: list[Token]) -> None:
             following = [x.text for x in tokens[i + 1:i + 4]]
             names = [val] if eq else [x for x in following[:next(
                 (k for k, x in enumerate(following) if x.startswith("-")), len(following))]]
-            server.served_names += [n for n in names if n]
-            server.flag_locs.setdefault("served_model_name", t.loc)
+            server.served_names = [n for n in names if n]  # the last occurrence wins, as in argparse
+            server.flag_locs["served_model_name"] = t.loc
     for _ in range(MAX_BAD_FLAGS):
         try:
             parsed = _parse_cached(tuple(t.text for t in tokens), version)

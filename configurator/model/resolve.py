@@ -139,7 +139,10 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
                          f"with --model-config {name}=CONFIG_OR_ID, or `models:` in .vllm-configurator.yaml)")
     entry = catalog.find(name)
     if entry is not None:
-        return Resolution(entry.spec(), "catalog", entry.config_source)
+        ignored = (f"--revision {revision} is not read: {entry.hf_id} is in the offline catalog "
+                   f"({entry.config_source}); pass --model-config to use another revision's config",) \
+            if revision else ()
+        return Resolution(entry.spec(), "catalog", entry.config_source, ignored)
     hub_error: InputError | None = None
     if _HUB_ID.match(name):
         from configurator.model import hub
