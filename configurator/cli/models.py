@@ -47,13 +47,15 @@ def models_cmd(query, family, fmt) -> None:
 
     words = [w.lower() for w in query]
     exact = catalog.find(" ".join(query)) if query else None
-    rows = []
-    for e in (exact,) if exact is not None else catalog.entries():
-        if family and e.family.lower() != family.lower():
+    rows, seen = [], set()
+    # an exact name first, then every model containing all the query words (deepseek-v3 lists V3.1, V3.2 too)
+    for e in [*((exact,) if exact is not None else ()), *catalog.entries()]:
+        if e.hf_id in seen or (family and e.family.lower() != family.lower()):
             continue
         row = catalog.describe(e)
-        if _matches(row, words):
+        if e is exact or _matches(row, words):
             rows.append(row)
+            seen.add(e.hf_id)
     if not rows and len(query) == 1 and not family:
         from configurator.model.derivatives import resolve_derivative
 

@@ -125,3 +125,9 @@ def test_a_hub_url_is_its_id(url):
     from configurator.model.resolve import resolve
 
     assert resolve(url, allow_hub=False).spec.hf_id == "meta-llama/Llama-2-7b-hf"
+
+
+def test_an_exact_name_comes_first_and_does_not_hide_the_others(run_cli):
+    res = run_cli("models", "deepseek-v3", "--format", "json")
+    ids = [m["id"] for m in json.loads(res.stdout)["models"]]
+    assert ids[0] == "deepseek-ai/DeepSeek-V3" and "deepseek-ai/DeepSeek-V3.2" in ids and len(ids) == len(set(ids))
