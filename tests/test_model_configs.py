@@ -5,8 +5,9 @@ import json
 import pytest
 
 from configurator.estimate import EstimateRequest, estimate
+from configurator.model.catalog import profile_files
 from configurator.model.hf_config import read_model_spec
-from configurator.model.resolve import _profile_files, load_profile
+from configurator.model.resolve import load_profile
 from tests.conftest import shared_or_skip
 
 
@@ -27,14 +28,14 @@ def test_all_shared_configs_load_and_cost():
         assert r.kv_cache.bytes_per_token > 0 or r.kv_cache.window_bytes_per_sequence > 0, p.name
 
 
-@pytest.mark.parametrize("path", sorted(_profile_files().values()), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(profile_files().values()), ids=lambda p: p.stem)
 def test_builtin_profiles_load(path):
     m = load_profile(path)
     assert m.layers and m.num_hidden_layers > 0
 
 
 def test_enough_builtin_profiles_across_families():
-    names = [p.stem.lower() for p in _profile_files().values()]
+    names = [p.stem.lower() for p in profile_files().values()]
     assert len(names) >= 40
     for family in ("llama-2", "llama-3", "llama-4", "qwen2", "qwen2.5", "qwen3-", "qwen3.5", "qwen3.6",
                    "mistral", "mixtral", "gpt-oss", "deepseek-v3", "deepseek-r1", "distill", "kimi",

@@ -16,6 +16,7 @@ import yaml
 from configurator.errors import InputError, NotFoundError
 from configurator.resources import data_path
 from configurator.units import MiB, parse_size
+from configurator.vllm.args import release_key as _release_order
 
 try:  # the C loader is several times faster; fall back where libyaml is missing
     from yaml import CSafeLoader as _Loader
@@ -174,20 +175,16 @@ def match_cuda_total(total_bytes: int, tolerance_bytes: int) -> tuple[GPU | None
 WHEEL_MIN_SM: tuple[tuple[str, int], ...] = (("0.0", 70), ("0.20.0", 75))
 
 
-def _release_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:4])
-
-
 def wheel_min_sm(version: str) -> int:
     """The lowest compute capability (x10) the release's wheel ships kernels for (WHEEL_MIN_SM)."""
-    key = _release_key(version)
-    return max(sm for since, sm in WHEEL_MIN_SM if _release_key(since) <= key)
+    key = _release_order(version)
+    return max(sm for since, sm in WHEEL_MIN_SM if _release_order(since) <= key)
 
 
 def newest_release_for(gpu: GPU, releases: tuple[str, ...]) -> str | None:
     """The newest of `releases` whose wheel still ships kernels for the GPU, or None."""
     ok = [v for v in releases if gpu.sm >= wheel_min_sm(v)]
-    return max(ok, key=_release_key) if ok else None
+    return max(ok, key=_release_order) if ok else None
 
 
 def no_kernel_image(gpu: GPU, version: str, releases: tuple[str, ...]) -> str | None:

@@ -22,13 +22,9 @@ from pathlib import Path
 
 from configurator.errors import InputError, NotFoundError
 from configurator.model import catalog
-from configurator.model.catalog import Entry, profile_files, read_json
+from configurator.model.catalog import Entry, read_json
 from configurator.model.hf_config import read_model_spec
 from configurator.model.spec import ModelSpec
-
-# kept for the callers that predate the catalog module
-_profile_files = profile_files
-_read_json = read_json
 
 
 @dataclass(frozen=True)
@@ -39,11 +35,6 @@ class Resolution:
     how: str  # local | catalog | hf-cache | hub | derivative | model-config | path-name
     config_source: str
     warnings: tuple[str, ...] = ()
-
-
-def profile_names() -> list[str]:
-    """Every catalog model's Hugging Face id and aliases."""
-    return catalog.names()
 
 
 def load_profile(path: Path | Entry) -> ModelSpec:
@@ -85,10 +76,6 @@ _HUB_URL = re.compile(r"^(?:hf://|https?://(?:www\.)?huggingface\.co/)([^/\s]+/[
 
 # A Hugging Face repository id: owner/name of letters, digits, '-', '_', '.' (the Hub's own rule)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-
-
-def _near(name: str) -> list[str]:
-    return catalog.nearest(name)
 
 
 def hub_offline() -> bool:
@@ -153,7 +140,7 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
             hub_error = InputError(str(e))
             got = None
         except hub.HubError as e:
-            hub_error = NotFoundError("model", name, _near(name), hint=str(e))
+            hub_error = NotFoundError("model", name, catalog.nearest(name), hint=str(e))
             got = None
         if got is not None:
             spec = read_model_spec(got.config, name=name, hf_quant_config=got.hf_quant_config,
@@ -176,7 +163,7 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
         hint = "not in the offline catalog or the Hugging Face cache; pass --model-config NAME=PATH"
     elif _HUB_ID.match(name) and hub_offline():
         hint = "not in the offline catalog or the Hugging Face cache, and HF_HUB_OFFLINE is set"
-    raise NotFoundError("model", name, _near(name), hint=hint)
+    raise NotFoundError("model", name, catalog.nearest(name), hint=hint)
 
 
 def _derived_config(base: Entry, quant_config: dict | None) -> dict:

@@ -77,13 +77,14 @@ def _table() -> dict:
         return json.load(f)
 
 
-def _key(v: str) -> tuple[int, ...]:
+def release_key(v: str) -> tuple[int, ...]:
+    """A release string as a sortable tuple of its numbers ("0.8.5.post1" -> (0, 8, 5, 1))."""
     return tuple(int(x) for x in re.findall(r"\d+", v))
 
 
 def releases() -> list[str]:
     """Every release the table covers, oldest first."""
-    return sorted(_table()["releases"], key=_key)
+    return sorted(_table()["releases"], key=release_key)
 
 
 def table_version(version: str | None) -> str:
@@ -99,7 +100,7 @@ def table_version(version: str | None) -> str:
         return v
     if not re.fullmatch(r"\d+(\.\d+){1,3}(\.?post\d+)?", v):
         raise InputError(f"unknown vLLM version '{version}'")
-    before = [k for k in known if _key(k) <= _key(v)]
+    before = [k for k in known if release_key(k) <= release_key(v)]
     return before[-1] if before else known[0]
 
 
