@@ -29,7 +29,7 @@ from configurator.memory.features import (
     moe_lora_bytes,
 )
 from configurator.memory.kv_dtype import DTYPE_BYTES
-from configurator.memory.weights import QUANT_BITS, count_params, weight_bytes
+from configurator.memory.weights import QUANT_BITS, count_params, num_experts, weight_bytes
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv, human_bytes
 
@@ -179,8 +179,7 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
                          f"EPLB or unset num_redundant_experts.")
     moe = MoEParallel(tp=tp, dp=dp, pcp=pcp, expert_parallel=ep, redundant_experts=redundant if eplb else 0)
     c = model.text_config
-    n = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0
-    n = int(n[0] if isinstance(n, list) else n)
+    n = num_experts(c)
     if not n:
         return ParallelPlan(moe=moe, num_experts=0, local_experts=0, split=1, tp_expert_bytes=0, weights_delta=0)
     local, split = local_experts(n, moe)
@@ -394,8 +393,7 @@ def _int(f: dict[str, Any], key: str, default: int) -> int:
 
 def is_moe_layer(c: dict, i: int) -> bool:
     """Whether decoder layer i has routed experts (the same layer walk as the weights count)."""
-    experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts")
-    if not experts:
+    if not num_experts(c):
         return False
     pattern = c.get("hybrid_override_pattern")
     if isinstance(pattern, str):
@@ -432,8 +430,7 @@ def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: i
     for g in model.layers:
         by_index.setdefault(g.index, []).append(g)
     fam: dict[str, list] = {"attention": [], "mlp": [], "experts": [], "embeddings": []}
-    experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0
-    experts = int(experts[0] if isinstance(experts, list) else experts)
+    experts = num_experts(c)
     moe_inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or model.intermediate_size)
     shared_inter = int(c.get("shared_expert_intermediate_size") or 0) or \
         int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0) * moe_inter
@@ -503,7 +500,7 @@ def plan_lora(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: s
         raise InputError(f"--lora-dtype must be auto, float16 or bfloat16, got {ld}")
     dtype_bytes = DTYPE_BYTES.get(dtype, 2) if ld == "auto" else 2
     c = model.text_config
-    is_moe = bool(c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts"))
+    is_moe = bool(num_experts(c))
     moe_lora = is_moe and _key(version) >= _key(MOE_LORA_SINCE)
     s = LoraSettings(max_loras=loras, max_lora_rank=rank, dtype_bytes=dtype_bytes,
                      fully_sharded=_truthy(flags.get("fully_sharded_loras", False)), tp=tp, moe_lora=moe_lora,

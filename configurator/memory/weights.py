@@ -111,7 +111,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
         rout.append(router if has_moe else 0)
     embedding = vocab * h
     lm_head = 0 if model.tie_word_embeddings else vocab * h
-    n_exp = _num_experts(c)
+    n_exp = num_experts(c)
     return ParamCounts(embedding, lm_head, tuple(linear), tuple(other), vision=_vision_params(model.full_config, h),
                        per_layer_attention=tuple(attn), per_layer_experts=tuple(exp), per_layer_router=tuple(rout),
                        experts=(n_exp, h, int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size")
@@ -163,7 +163,8 @@ def _mlp_params(h: int, inter: int, c: dict) -> int:
     return (3 if gated else 2) * h * inter
 
 
-def _num_experts(c: dict) -> int:
+def num_experts(c: dict) -> int:
+    """Routed experts per MoE layer from a (text) config; 0 for a dense model."""
     experts = c.get("num_experts") or c.get("n_routed_experts") or c.get("num_local_experts") or 0
     if isinstance(experts, list):
         experts = experts[0]
@@ -172,7 +173,7 @@ def _num_experts(c: dict) -> int:
 
 def _routed_params(c: dict, h: int) -> tuple[int, int]:
     """(routed experts' gate/up/down weights, router gate) of one MoE layer."""
-    experts = _num_experts(c)
+    experts = num_experts(c)
     if not experts:
         return 0, 0
     inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size"))
@@ -180,7 +181,7 @@ def _routed_params(c: dict, h: int) -> tuple[int, int]:
 
 
 def _moe_params(c: dict, h: int) -> int:
-    experts = _num_experts(c)
+    experts = num_experts(c)
     if not experts:
         return 0
     inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size"))
