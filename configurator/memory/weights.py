@@ -111,11 +111,69 @@ def count_params(model: ModelSpec) -> ParamCounts:
         rout.append(router if has_moe else 0)
     embedding = vocab * h
     lm_head = 0 if model.tie_word_embeddings else vocab * h
+    ple = per_layer_input_params(model)  # Gemma 4 E-models' parts beyond the cache-holding layers
+    if ple is not None:
+        embedding += ple.embedding
+        linear = [a + b for a, b in zip(linear, ple.linear, strict=True)]
+        attn = [a + b for a, b in zip(attn, ple.attention, strict=True)]
+        other = [a + b for a, b in zip(other, ple.other, strict=True)]
     n_exp = num_experts(c)
     return ParamCounts(embedding, lm_head, tuple(linear), tuple(other), vision=_vision_params(model.full_config, h),
                        per_layer_attention=tuple(attn), per_layer_experts=tuple(exp), per_layer_router=tuple(rout),
                        experts=(n_exp, h, int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size")
                                                or c.get("intermediate_size") or 0) if n_exp else 0))
+
+
+@dataclass(frozen=True)
+class PerLayerInputParams:
+    """Parameters of a Gemma 4 E-model (E2B, E4B) that the KV-holding layers do not show."""
+
+    embedding: int  # vocab-parallel per-layer-input table + its model projection, split by TP
+    linear: tuple[int, ...]  # per decoder layer: KV-shared layers' attention, double-wide MLP halves
+    attention: tuple[int, ...]  # the attention part of `linear`
+    other: tuple[int, ...]  # per decoder layer, replicated: the per-layer input gate and projection
+
+
+def per_layer_input_params(model: ModelSpec) -> PerLayerInputParams | None:
+    """Gemma 4's per-layer inputs and KV-shared layers (vllm==0.25.0 model_executor/models/gemma4.py).
+
+    Gemma4Model builds embed_tokens_per_layer, a VocabParallelEmbedding of vocab_size_per_layer_input x
+    (num_hidden_layers x hidden_size_per_layer_input), and per_layer_model_projection, a ColumnParallelLinear
+    hidden -> that width; every decoder layer a per_layer_input_gate (hidden -> per-layer width) and a
+    per_layer_projection (back), both ReplicatedLinear. The last num_kv_shared_layers layers read an earlier
+    layer's KV cache but still build their own QKVParallelLinear and o_proj (head_dim global_head_dim on
+    full-attention layers), and with use_double_wide_mlp their MLP is twice intermediate_size wide.
+    E2B: 262,144 x 35 x 256 = 2.35B table parameters, more than the rest of its text model. None for other
+    models."""
+    c = model.text_config
+    if not str(c.get("model_type") or model.model_type).startswith("gemma4"):
+        return None
+    n, h = model.num_hidden_layers, model.hidden_size
+    width = int(c.get("hidden_size_per_layer_input") or 0)
+    shared = int(c.get("num_kv_shared_layers") or 0)
+    if not width and not shared:
+        return None
+    types = c.get("layer_types") if isinstance(c.get("layer_types"), list) else []
+    embedding = 0
+    if width:
+        vocab = int(c.get("vocab_size_per_layer_input") or model.vocab_size)
+        embedding = cdiv(vocab, 64) * 64 * n * width + h * n * width
+    heads, kv, hd = model.num_attention_heads, model.num_kv_heads, model.head_dim
+    global_hd = int(c.get("global_head_dim") or hd)
+    global_kv = int(c.get("num_global_key_value_heads") or kv) if c.get("attention_k_eq_v") else kv
+    linear, attention, other = [], [], []
+    for i in range(n):
+        a = mlp = 0
+        if shared and i >= n - shared:  # not in model.layers: no cache of its own, weights all the same
+            full = i < len(types) and types[i] == "full_attention"
+            d, k = (global_hd, global_kv) if full else (hd, kv)
+            a = h * heads * d + h * 2 * k * d + heads * d * h  # QKVParallelLinear keeps K and V slots
+            if c.get("use_double_wide_mlp"):
+                mlp = _mlp_params(h, model.intermediate_size, c)
+        linear.append(a + mlp)
+        attention.append(a)
+        other.append(2 * h * width + width if width else 0)
+    return PerLayerInputParams(embedding, tuple(linear), tuple(attention), tuple(other))
 
 
 def _vision_params(config: dict, text_hidden: int) -> int:
