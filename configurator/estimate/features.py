@@ -29,7 +29,7 @@ from configurator.memory.features import (
     moe_lora_bytes,
 )
 from configurator.memory.kv_dtype import DTYPE_BYTES
-from configurator.memory.weights import QUANT_BITS, count_params, num_experts, weight_bytes
+from configurator.memory.weights import count_params, expert_bytes_per_param, num_experts, weight_bytes
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv, human_bytes
 
@@ -132,18 +132,6 @@ class ParallelPlan:
                 f"{human_bytes(self.tp_expert_bytes + self.weights_delta)} per GPU, counted in 'Model loading took'")
 
 
-def _quant_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: str) -> float:
-    """Bytes per routed-expert parameter as the weights count takes it (memory/weights.py _part_bytes);
-    MXFP4: e2m1 pairs + one e8m0 scale per 32, without the kernel's padding."""
-    method = model.quant.method or quantization
-    if method == "mxfp4":
-        return 0.5 + 1 / 32
-    bits = model.quant.weight_bits
-    if bits is None and quantization in QUANT_BITS:
-        bits = QUANT_BITS[quantization]
-    return bits / 8 if bits else DTYPE_BYTES.get(dtype, 2)
-
-
 def _eplb_redundant(flags: dict[str, Any]) -> int:
     raw = flags.get("eplb_config")
     if raw in (None, "", "{}"):
@@ -185,7 +173,7 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
     local, split = local_experts(n, moe)
     p = count_params(model)
     params = sum(p.per_layer_experts[i] for i in layers if i < len(p.per_layer_experts))
-    per_param = _quant_bytes_per_param(model, flags.get("quantization"), dtype)
+    per_param = expert_bytes_per_param(model, flags.get("quantization"), dtype)  # memory/weights.py's rule
     base = weight_bytes(model, tp=tp, pp=1, quantization=flags.get("quantization"), dtype=dtype)
     scale = 1.0
     if base.source == "checkpoint":
@@ -331,6 +319,8 @@ class FeatureMemory:
     cpu_offload_requested: float = 0.0
     parallel: ParallelPlan | None = None  # -dp / --enable-expert-parallel: the routed experts per GPU
     mm: MultimodalPlan | None = None  # the multimodal encoder's dummy batch in the profiling run
+    # a KV layout whose per-request reservation the tool does not reproduce: its 'fits' is not a promise
+    unmodelled_layout: str | None = None
 
     @property
     def weights_bytes(self) -> int:
@@ -344,7 +334,8 @@ class FeatureMemory:
 
     def warnings(self) -> list[str]:
         """What a modelled feature still leaves out, for the result's warnings."""
-        return [f"not-modelled: {p.warning}" for p in (self.parallel, self.mm) if p is not None and p.warning]
+        out = [f"not-modelled: {p.warning}" for p in (self.parallel, self.mm) if p is not None and p.warning]
+        return out + ([f"not-modelled: {self.unmodelled_layout}"] if self.unmodelled_layout else [])
 
     def lines(self) -> list[str]:
         """One line per modelled feature, for the derivation."""
@@ -548,7 +539,25 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
                          mm=plan_multimodal(model, flags, dtype=dtype, num_tokens=num_tokens, max_num_seqs=max_num_seqs,
                                             max_model_len=max_model_len or num_tokens, chunked=chunked)
                          if first_stage else None,
-                         cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib)
+                         cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib,
+                         unmodelled_layout=unmodelled_layout(model))
+
+
+def unmodelled_layout(model: ModelSpec) -> str | None:
+    """Why the KV layout is only approximated, or None. Compressed sparse attention (config compress_ratios with
+    o_lora_rank, vllm/models/deepseek_v4/, 0.25.0): every KV group is a UniformTypeKVCacheSpecs and vLLM's fit
+    check reserves, per group, its pages times the global number of layer tuples times a whole tuple's page
+    bytes (v1/core/kv_cache_utils.py _max_memory_usage_bytes_from_groups, 'only DeepseekV4 for now'); the
+    compressors keep fp32 state caches (compressor.py CompressorStateCache) and the sparse-MLA metadata
+    builders max_model_len-wide buffers (sparse_mla.py). None of that is reproduced here."""
+    c = model.text_config
+    if isinstance(c.get("compress_ratios"), list) and c.get("o_lora_rank"):
+        return ("compressed sparse attention (compress_ratios): vLLM pads every KV group to a shared layer-tuple "
+                "layout and reserves whole tuples per group in its fit check (v1/core/kv_cache_utils.py "
+                "_max_memory_usage_bytes_from_groups), keeps fp32 compressor states and max_model_len-wide "
+                "sparse-attention buffers; none of that is modelled, so the KV per request vLLM checks may be "
+                "several times the one shown and the available KV lower: a 'fits' here is at risk")
+    return None
 
 
 # vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's
