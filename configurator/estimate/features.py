@@ -84,6 +84,7 @@ class SpecPlan:
     weights_note: str = ""
     warning: str | None = None  # the draft could not be loaded: its weights and KV are left out
     error: str | None = None  # vLLM refuses this method in this release
+    unmodelled_keys: tuple[str, ...] = ()  # keys of the JSON vLLM reads and this estimate does not
 
     def line(self) -> str:
         k = self.num_speculative_tokens
@@ -321,6 +322,7 @@ class FeatureMemory:
     mm: MultimodalPlan | None = None  # the multimodal encoder's dummy batch in the profiling run
     # a KV layout whose per-request reservation the tool does not reproduce: its 'fits' is not a promise
     unmodelled_layout: str | None = None
+    unmodelled_flags: tuple[str, ...] = ()  # memory-changing options given and not modelled, with what they do
 
     @property
     def weights_bytes(self) -> int:
@@ -335,6 +337,12 @@ class FeatureMemory:
     def warnings(self) -> list[str]:
         """What a modelled feature still leaves out, for the result's warnings."""
         out = [f"not-modelled: {p.warning}" for p in (self.parallel, self.mm) if p is not None and p.warning]
+        if self.spec is not None and self.spec.unmodelled_keys:
+            out.append(f"not-modelled: --speculative-config {', '.join(self.spec.unmodelled_keys)}: vLLM reads "
+                       f"{'these keys' if len(self.spec.unmodelled_keys) > 1 else 'this key'} (vllm/config/"
+                       f"speculative.py SpeculativeConfig) and may allocate differently; the estimate ignores "
+                       f"{'them' if len(self.spec.unmodelled_keys) > 1 else 'it'}")
+        out += [f"not-modelled: {f}" for f in self.unmodelled_flags]
         return out + ([f"not-modelled: {self.unmodelled_layout}"] if self.unmodelled_layout else [])
 
     def lines(self) -> list[str]:
@@ -540,7 +548,40 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
                                             max_model_len=max_model_len or num_tokens, chunked=chunked)
                          if first_stage else None,
                          cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib,
-                         unmodelled_layout=unmodelled_layout(model))
+                         unmodelled_layout=unmodelled_layout(model), unmodelled_flags=unmodelled_flags(flags))
+
+
+# Options of the features' families (LoRA, parallelism, MoE kernels) that change GPU memory and are not modelled,
+# by EngineArgs name (vllm/engine/arg_utils.py 0.25.0 / 0.33.0; the LoRA pair in releases up to 0.11.0), with the value
+# that leaves memory as modelled and what they do.
+UNMODELLED_FEATURE_FLAGS: dict[str, tuple[Any, str]] = {
+    "decode_context_parallel_size": (1, "--decode-context-parallel-size: the KV cache of a request is split over "
+                                        "the DCP ranks (parallel_config.decode_context_parallel_size), so each GPU "
+                                        "holds more tokens than shown"),
+    "enable_tower_connector_lora": (False, "--enable-tower-connector-lora: LoRA slots on the vision tower and "
+                                           "connector (config/lora.py) are not counted"),
+    "moe_backend": ("auto", "--moe-backend: the chosen MoE kernel's weight layout and workspaces (e.g. DeepGEMM "
+                            "MegaMoE's symmetric buffers) are not modelled; the automatic choice is assumed"),
+    "all2all_backend": (None, "--all2all-backend: the expert-parallel dispatch buffers are not modelled"),
+    "enable_dbo": (False, "--enable-dbo: dual-batch overlap's second micro-batch is not modelled"),
+    "lora_extra_vocab_size": (LORA_EXTRA_VOCAB, "--lora-extra-vocab-size: the extra vocabulary rows per adapter "
+                                                "are taken at vLLM's default 256"),
+    "enable_lora_bias": (False, "--enable-lora-bias: the LoRA bias slots (max_loras x output size per module) are "
+                                "not counted"),
+}
+
+
+def unmodelled_flags(flags: dict[str, Any]) -> tuple[str, ...]:
+    """The memory-changing feature options given with a value other than the modelled one, as warning text."""
+    out = []
+    for key, (neutral, what) in UNMODELLED_FEATURE_FLAGS.items():
+        v = flags.get(key)
+        if v is None or v == neutral or str(v).strip().lower() == str(neutral).lower():
+            continue
+        if isinstance(neutral, bool) and not _truthy(v):
+            continue
+        out.append(f"{what} (given: {v})")
+    return tuple(out)
 
 
 def unmodelled_layout(model: ModelSpec) -> str | None:
@@ -596,16 +637,36 @@ def _last_attention_layer(model: ModelSpec) -> LayerGeometry | None:
     return attn[-1] if attn else None
 
 
+# SpeculativeConfig fields (vllm/config/speculative.py, 0.25.0 / 0.33.0) this estimate reads, and those that
+# allocate nothing on the GPU: the checkpoint's revision, the n-gram window (proposed on the CPU), suffix
+# decoding's tree (arctic-inference, host memory), synthetic acceptance (benchmarking). Any other key is named.
+SPEC_KEYS_READ = frozenset({"method", "model", "num_speculative_tokens", "draft_tensor_parallel_size",
+                            "quantization"})
+SPEC_KEYS_NO_GPU = frozenset({"revision", "code_revision", "prompt_lookup_max", "prompt_lookup_min",
+                              "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+                              "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob",
+                              "synthetic_acceptance_rates", "synthetic_acceptance_length"})
+
+
 def plan_speculative(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, quantization: str | None,
                      resolve: Any, version: str = "0.33.0") -> SpecPlan | None:
     """--speculative-config -> the drafter (None without it). `resolve` loads a draft model by id or path
-    (configurator.model.resolve.resolve_model); a draft it cannot load raises InputError."""
+    (configurator.model.resolve.resolve_model); a draft it cannot load raises InputError. Keys the estimate
+    does not read (and that may change GPU memory) are kept in `unmodelled_keys`, to be named."""
     raw = flags.get("speculative_config")
     if raw in (None, "", "{}"):
         return None
     d = _spec_dict(raw)
     if not d:
         return None
+    plan = _plan_speculative(model, d, tp=tp, dtype=dtype, quantization=quantization, resolve=resolve,
+                             version=version)
+    unread = tuple(sorted(str(k) for k in d if k not in SPEC_KEYS_READ | SPEC_KEYS_NO_GPU))
+    return replace(plan, unmodelled_keys=unread) if unread else plan
+
+
+def _plan_speculative(model: ModelSpec, d: dict, *, tp: int, dtype: str, quantization: str | None, resolve: Any,
+                      version: str) -> SpecPlan:
     method = str(d.get("method") or "").lower() or None
     draft = d.get("model")
     k = d.get("num_speculative_tokens")

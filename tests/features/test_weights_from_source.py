@@ -140,3 +140,35 @@ def test_unmodelled_layout_reaches_the_estimate_warnings():
     r = estimate(EstimateRequest(model="deepseek-ai/DeepSeek-V4-Flash", gpu="B200", vllm_version="0.25.0",
                                  flags={"tensor_parallel_size": 8, "max_model_len": 32768}))
     assert any("compress_ratios" in w for w in r.warnings)
+
+
+# ---- a flag the estimate cannot model is named, never dropped -------------------------------------------------
+
+@pytest.mark.parametrize(("key", "value", "needle"), [
+    ("decode_context_parallel_size", 2, "--decode-context-parallel-size"),
+    ("enable_tower_connector_lora", True, "--enable-tower-connector-lora"),
+    ("moe_backend", "deep_gemm_mega_moe", "--moe-backend"),
+    ("enable_lora_bias", True, "--enable-lora-bias"),
+])
+def test_unmodelled_feature_flag_is_named(key, value, needle):
+    r = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="H100-80GB", vllm_version="0.25.0",
+                                 flags={"max_model_len": 8192, key: value}))
+    assert any(w.startswith("not-modelled:") and needle in w for w in r.warnings)
+
+
+@pytest.mark.parametrize(("key", "value"), [("decode_context_parallel_size", 1), ("enable_tower_connector_lora", False),
+                                            ("moe_backend", "auto")])
+def test_feature_flag_at_its_modelled_value_is_quiet(key, value):
+    r = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="H100-80GB", vllm_version="0.25.0",
+                                 flags={"max_model_len": 8192, key: value}))
+    assert not any("not-modelled" in w for w in r.warnings)
+
+
+def test_speculative_keys_not_read_are_named():
+    # SpeculativeConfig.max_model_len / parallel_drafting are read by vLLM, not here; prompt_lookup_max is the
+    # n-gram window (CPU): not named
+    cfg = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "parallel_drafting": true}'
+    r = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="H100-80GB", vllm_version="0.25.0",
+                                 flags={"max_model_len": 8192, "speculative_config": cfg}))
+    named = [w for w in r.warnings if "--speculative-config" in w]
+    assert len(named) == 1 and "parallel_drafting" in named[0] and "prompt_lookup_max" not in named[0]
