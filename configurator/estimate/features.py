@@ -20,6 +20,7 @@ from configurator.memory.features import (
     LoraSettings,
     MoEExperts,
     MoEParallel,
+    drafter_buffer_bytes,
     encoder_outputs_bytes,
     encoder_profile,
     expert_share,
@@ -323,6 +324,10 @@ class FeatureMemory:
     # a KV layout whose per-request reservation the tool does not reproduce: its 'fits' is not a promise
     unmodelled_layout: str | None = None
     unmodelled_flags: tuple[str, ...] = ()  # memory-changing options given and not modelled, with what they do
+    # a model-based drafter's persistent input buffers (memory/features.py drafter_buffer_bytes): allocated before
+    # profiling, so outside "Model loading took" and the profiled peak; they count where vLLM subtracts the
+    # free-memory drop since start-up (the 'consumed' accounting, 0.27+)
+    drafter_buffers_bytes: int = 0
 
     @property
     def weights_bytes(self) -> int:
@@ -361,6 +366,11 @@ class FeatureMemory:
                        f"is host memory only")
         if self.spec:
             out.append(self.spec.line())
+            if self.drafter_buffers_bytes:
+                out.append(f"drafter input buffers: {human_bytes(self.drafter_buffers_bytes)} per GPU (max_num_batched_"
+                           f"tokens x the draft's hidden size, twice, plus ids and positions: llm_base_proposer.py), "
+                           f"allocated before profiling, so outside 'Model loading took' and the profiled peak; vLLM "
+                           f"takes them from the KV pool only where it subtracts the free-memory drop (0.27+)")
         if self.mm:
             out.append(self.mm.line())
         if self.cpu_offload_bytes:
@@ -548,7 +558,26 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
                                             max_model_len=max_model_len or num_tokens, chunked=chunked)
                          if first_stage else None,
                          cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib,
-                         unmodelled_layout=unmodelled_layout(model), unmodelled_flags=unmodelled_flags(flags))
+                         unmodelled_layout=unmodelled_layout(model), unmodelled_flags=unmodelled_flags(flags),
+                         drafter_buffers_bytes=spec_buffer_bytes(spec, num_tokens, dtype))
+
+
+# drafters built on SpecDecodeBaseProposer (v1/spec_decode/eagle.py, draft_model.py, dflash.py, 0.25.0)
+PROPOSER_METHODS = frozenset({"eagle", "eagle3", "mtp", "draft_model", "dflash"})
+
+
+def spec_buffer_bytes(spec: SpecPlan | None, num_tokens: int, dtype: str) -> int:
+    """The drafter's persistent input buffers for max_num_batched_tokens `num_tokens` (0 without a model-based
+    drafter, or when the draft could not be loaded)."""
+    if spec is None or spec.method not in PROPOSER_METHODS or spec.draft_model is None:
+        return 0
+    dm = spec.draft_model
+    c = dm.text_config
+    rope = c.get("rope_parameters") if isinstance(c.get("rope_parameters"), dict) else {}
+    mrope = "mrope_section" in rope or "mrope_section" in (c.get("rope_scaling") or {})
+    mult = int(c.get("hc_mult") or 1) if isinstance(c.get("compress_ratios"), list) else 1
+    return drafter_buffer_bytes(num_tokens, dm.hidden_size, dm.hidden_size, DTYPE_BYTES.get(dtype, 2), mrope=mrope,
+                                hidden_mult=mult)
 
 
 # Options of the features' families (LoRA, parallelism, MoE kernels) that change GPU memory and are not modelled,

@@ -182,3 +182,17 @@ def encoder_outputs_bytes(p: EncoderProfile, hidden_size: int, dtype_bytes: int 
     (v1/worker/gpu_model_runner.py profile_run, 0.33.0): tokens x the language model's hidden size x the
     model dtype. 8,192 tokens x 3,584 x 2 B = 56 MiB."""
     return p.tokens * hidden_size * dtype_bytes
+
+
+def drafter_buffer_bytes(max_num_tokens: int, hidden_size: int, inputs_embeds_size: int, dtype_bytes: int = 2,
+                         mrope: bool = False, hidden_mult: int = 1) -> int:
+    """The persistent input buffers of a model-based drafter (EAGLE / EAGLE-3 / MTP / draft model / DFlash),
+    allocated when the model runner is built, before the weights load and before profiling
+    (v1/spec_decode/llm_base_proposer.py SpecDecodeBaseProposer.__init__, 0.25.0 / 0.33.0), T =
+    max_num_batched_tokens: input_ids int32 (T), positions int64 (T) or M-RoPE (3, T + 1), hidden_states
+    (T, hidden x hc_mult for a DeepSeek-V4 MTP draft) and inputs_embeds (T, inputs_embeds_size) in the model
+    dtype, the slot mapping int64 (T). 8,192 tokens, H 4,096, bf16: 128.2 MiB."""
+    t = max_num_tokens
+    positions = 3 * (t + 1) * 8 if mrope else t * 8
+    return t * 4 + positions + t * hidden_size * hidden_mult * dtype_bytes + t * inputs_embeds_size * dtype_bytes \
+        + t * 8

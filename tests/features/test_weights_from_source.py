@@ -172,3 +172,25 @@ def test_speculative_keys_not_read_are_named():
                                  flags={"max_model_len": 8192, "speculative_config": cfg}))
     named = [w for w in r.warnings if "--speculative-config" in w]
     assert len(named) == 1 and "parallel_drafting" in named[0] and "prompt_lookup_max" not in named[0]
+
+
+def test_drafter_buffers_from_the_proposer_shapes():
+    # llm_base_proposer.py SpecDecodeBaseProposer.__init__ (0.25.0): input_ids int32 (T), positions int64 (T),
+    # hidden_states and inputs_embeds (T, H) in the model dtype, slot mapping int64 (T)
+    from configurator.memory.features import drafter_buffer_bytes
+    t, h = 2048, 1024
+    assert drafter_buffer_bytes(t, h, h, 2) == t * 4 + t * 8 + 2 * t * h * 2 + t * 8
+    # M-RoPE drafts keep (3, T + 1) positions; a DeepSeek-V4 MTP draft's hidden_states are hc_mult wide
+    assert drafter_buffer_bytes(t, h, h, 2, mrope=True) - drafter_buffer_bytes(t, h, h, 2) == 3 * (t + 1) * 8 - t * 8
+    assert drafter_buffer_bytes(t, h, h, 2, hidden_mult=4) - drafter_buffer_bytes(t, h, h, 2) == 3 * t * h * 2
+
+
+def test_mtp_drafter_buffers_are_explained_and_ngram_has_none():
+    base = {"max_model_len": 8192, "max_num_batched_tokens": 4096}
+    spec = '{"method": "%s", "num_speculative_tokens": 2}'
+    mtp = estimate(EstimateRequest(model="Qwen/Qwen3.6-27B", gpu="H100-80GB", vllm_version="0.33.0",
+                                   flags=base | {"speculative_config": spec % "mtp"}))
+    assert any(line.startswith("drafter input buffers") for line in mtp.derivation)
+    ngram = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="H100-80GB", vllm_version="0.33.0",
+                                     flags=base | {"speculative_config": spec % "ngram"}))
+    assert not any(line.startswith("drafter input buffers") for line in ngram.derivation)
