@@ -20,6 +20,7 @@ from configurator.memory.features import (
     LoraSettings,
     MoEExperts,
     MoEParallel,
+    csa_fit_check_bytes,
     drafter_buffer_bytes,
     encoder_outputs_bytes,
     encoder_profile,
@@ -558,7 +559,9 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
                                             max_model_len=max_model_len or num_tokens, chunked=chunked)
                          if first_stage else None,
                          cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib,
-                         unmodelled_layout=unmodelled_layout(model), unmodelled_flags=unmodelled_flags(flags),
+                         unmodelled_layout=unmodelled_layout(model, flags, max_model_len=max_model_len or num_tokens,
+                                                             num_tokens=num_tokens),
+                         unmodelled_flags=unmodelled_flags(flags),
                          drafter_buffers_bytes=spec_buffer_bytes(spec, num_tokens, dtype))
 
 
@@ -613,21 +616,39 @@ def unmodelled_flags(flags: dict[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def unmodelled_layout(model: ModelSpec) -> str | None:
+def unmodelled_layout(model: ModelSpec, flags: dict[str, Any] | None = None, *, max_model_len: int = 0,
+                      num_tokens: int = 0) -> str | None:
     """Why the KV layout is only approximated, or None. Compressed sparse attention (config compress_ratios with
     o_lora_rank, vllm/models/deepseek_v4/, 0.25.0): every KV group is a UniformTypeKVCacheSpecs and vLLM's fit
     check reserves, per group, its pages times the global number of layer tuples times a whole tuple's page
     bytes (v1/core/kv_cache_utils.py _max_memory_usage_bytes_from_groups, 'only DeepseekV4 for now'); the
     compressors keep fp32 state caches (compressor.py CompressorStateCache) and the sparse-MLA metadata
-    builders max_model_len-wide buffers (sparse_mla.py). None of that is reproduced here."""
+    builders max_model_len-wide buffers (sparse_mla.py). The layout stages do not reproduce that; the warning
+    gives what 0.25.0's check asks for one request (memory/features.py csa_fit_check_bytes)."""
     c = model.text_config
-    if isinstance(c.get("compress_ratios"), list) and c.get("o_lora_rank"):
-        return ("compressed sparse attention (compress_ratios): vLLM pads every KV group to a shared layer-tuple "
-                "layout and reserves whole tuples per group in its fit check (v1/core/kv_cache_utils.py "
-                "_max_memory_usage_bytes_from_groups), keeps fp32 compressor states and max_model_len-wide "
-                "sparse-attention buffers; none of that is modelled, so the KV per request vLLM checks may be "
-                "several times the one shown and the available KV lower: a 'fits' here is at risk")
-    return None
+    ratios = c.get("compress_ratios")
+    if not (isinstance(ratios, list) and c.get("o_lora_rank")):
+        return None
+    text = ("compressed sparse attention (compress_ratios): vLLM pads every KV group to a shared layer-tuple "
+            "layout and reserves whole tuples per group in its fit check (v1/core/kv_cache_utils.py "
+            "_max_memory_usage_bytes_from_groups), keeps fp32 compressor states and max_model_len-wide "
+            "sparse-attention buffers; the layout shown does not reproduce that")
+    f = flags or {}
+    if max_model_len and num_tokens:
+        fp8 = str(f.get("kv_cache_dtype") or "auto").startswith("fp8")
+        need = csa_fit_check_bytes([int(r or 0) for r in ratios], num_layers=model.num_hidden_layers,
+                                   sliding_window=int(c.get("sliding_window") or 128),
+                                   head_dim=int(c.get("head_dim") or 512),
+                                   index_head_dim=int(c.get("index_head_dim") or 128), max_model_len=max_model_len,
+                                   max_num_batched_tokens=num_tokens, block_size=int(f.get("block_size") or 256),
+                                   fp8_ds_mla=fp8)
+        text += (f"; by vLLM 0.25.0's rule its start-up check asks {human_bytes(need)} of KV for one request of "
+                 f"{max_model_len:,} tokens (max_num_batched_tokens {num_tokens:,}; "
+                 f"{'fp8_ds_mla rows' if fp8 else 'bf16 rows'}), which the verdict here does not use: a 'fits' "
+                 f"is at risk")
+    else:
+        text += "; a 'fits' here is at risk"
+    return text
 
 
 # vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's

@@ -194,3 +194,34 @@ def test_mtp_drafter_buffers_are_explained_and_ngram_has_none():
     ngram = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="H100-80GB", vllm_version="0.33.0",
                                      flags=base | {"speculative_config": spec % "ngram"}))
     assert not any(line.startswith("drafter input buffers") for line in ngram.derivation)
+
+
+# ---- compressed sparse attention: vLLM 0.25.0's fit check (v1/core/kv_cache_utils.py) -------------------------
+
+def test_csa_fit_check_by_hand_on_a_small_layout():
+    # 3 layers, ratios [0, 4, 128], fp8_ds_mla (584 B rows, pages padded to 576 B), block 256, window 128,
+    # head 512, index head 128, L 1,000, T 512. Pages: SWA 64 x 584 -> 37,440; C4 latent 64 x 584 -> 37,440;
+    # indexer 64 x 132 = 8,448 -> 8,640; C128 latent 2 x 584 -> 1,728; C4 state 4 x 2,048 x 4 B = 32,768 ->
+    # 32,832; indexer state 4 x 512 x 4 = 8,192 -> 8,640; C128 state 8 x 1,024 x 4 -> 32,832.
+    # Tuple counts: MLA 1, SWA 3, (4, 8) 1, (8, 128) 1 -> _approximate_gcd(lower bound 1) = 1 (no padding);
+    # SWA splits into 3 groups. Pages per request: MLA cdiv(1000, 256) = 4; SWA cdiv(min(127 + 512, 1000), 64)
+    # + 1 = 11 (x 3 groups); (4, 8): cdiv(519, 4) + 1 = 131; (8, 128): cdiv(639, 8) + 1 = 81.
+    from configurator.memory.features import csa_fit_check_bytes
+    need = csa_fit_check_bytes([0, 4, 128], num_layers=3, sliding_window=128, head_dim=512, index_head_dim=128,
+                               max_model_len=1000, max_num_batched_tokens=512, block_size=256)
+    assert need == 1 * (37440 + 8640 + 1728) * (4 + 3 * 11 + 131 + 81)
+
+
+def test_csa_fit_check_grows_with_the_batch_not_only_the_length():
+    # the compressor states are windows of coff x r tokens, but each request holds min(window - 1 + T, L) of
+    # them: a larger max_num_batched_tokens asks more for the same max_model_len
+    from configurator.memory.features import csa_fit_check_bytes
+    kw = dict(num_layers=3, sliding_window=128, head_dim=512, index_head_dim=128, max_model_len=8192, block_size=256)
+    assert csa_fit_check_bytes([0, 4, 128], max_num_batched_tokens=4096, **kw) > \
+        csa_fit_check_bytes([0, 4, 128], max_num_batched_tokens=1024, **kw)
+
+
+def test_unmodelled_layout_states_what_vllms_check_asks():
+    m = read_model_spec(_csa_config(), name="synthetic/tiny-csa")
+    text = unmodelled_layout(m, {"kv_cache_dtype": "fp8", "block_size": 256}, max_model_len=1000, num_tokens=512)
+    assert "start-up check asks" in text and "1,000 tokens" in text
