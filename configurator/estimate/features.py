@@ -21,6 +21,7 @@ from configurator.memory.features import (
     MoEExperts,
     MoEParallel,
     csa_fit_check_bytes,
+    dp_moe_gather_bytes,
     drafter_buffer_bytes,
     encoder_outputs_bytes,
     encoder_profile,
@@ -34,6 +35,7 @@ from configurator.memory.kv_dtype import DTYPE_BYTES
 from configurator.memory.weights import count_params, expert_bytes_per_param, num_experts, weight_bytes
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv, human_bytes
+from configurator.vllm.versions import behaviour
 
 # vllm/config/lora.py MaxLoRARanks (0.25.0, 0.33.0): the ranks --max-lora-rank accepts
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -114,6 +116,8 @@ class ParallelPlan:
     tp_expert_bytes: int  # the routed experts' bytes per GPU under plain TP (what the weights count assumed)
     weights_delta: int  # what DP / EP changes in 'Model loading took' (negative: fewer expert bytes)
     warning: str | None = None
+    activation_bytes: int = 0  # the MoE layers' gathered tokens in the profiling run (DP x PCP > 1)
+    gathered_tokens: int = 0
 
     def line(self) -> str:
         m = self.moe
@@ -131,8 +135,14 @@ class ParallelPlan:
         else:
             how = (f"the MoE layers shard every expert over tp x dp = {m.devices} GPUs (fused_moe/config.py "
                    f"flatten_tp_across_dp_and_pcp), intermediate size / {self.split}")
-        return (f"{head}; {how}: routed-expert weights {human_bytes(self.tp_expert_bytes)} under TP {m.tp} -> "
-                f"{human_bytes(self.tp_expert_bytes + self.weights_delta)} per GPU, counted in 'Model loading took'")
+        out = (f"{head}; {how}: routed-expert weights {human_bytes(self.tp_expert_bytes)} under TP {m.tp} -> "
+               f"{human_bytes(self.tp_expert_bytes + self.weights_delta)} per GPU, counted in 'Model loading took'")
+        if self.activation_bytes:
+            out += (f"; the MoE layers all-gather every DP rank's tokens before the experts (all2all.py, the default "
+                    f"backend), so the profiling run's experts see {self.gathered_tokens:,} tokens: "
+                    f"+{human_bytes(self.activation_bytes)} of activation peak (gathered hidden states and fused-MoE "
+                    f"workspaces; memory/features.py dp_moe_gather_bytes)")
+        return out
 
 
 def _eplb_redundant(flags: dict[str, Any]) -> int:
@@ -148,7 +158,7 @@ def _eplb_redundant(flags: dict[str, Any]) -> int:
 
 
 def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, layers: range,
-                  base_weights_bytes: int = 0) -> ParallelPlan | None:
+                  base_weights_bytes: int = 0, num_tokens: int = 0, version: str = "") -> ParallelPlan | None:
     """-dp / -pcp / --enable-expert-parallel -> how the routed experts land on one GPU (None when none is set).
 
     Per GPU, a DP rank is a whole engine: attention, dense layers, embeddings and the KV pool are as for DP 1
@@ -190,15 +200,23 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
     if base_weights_bytes:
         delta = max(delta, -base_weights_bytes)
     warning = None
-    if dp * pcp > 1:
-        # distributed/device_communicators/all2all.py AgRsAll2AllManager (the default all2all_backend
-        # allgather_reducescatter, 0.33.0): dispatch all-gathers every DP rank's tokens before the experts
-        warning = (f"with DP x PCP = {dp * pcp} the MoE layers all-gather every DP rank's tokens (all2all "
-                   f"backend allgather_reducescatter by default; DeepEP-style backends keep their own buffers), so "
-                   f"the profiling run's MoE activations cover up to {dp * pcp} x max_num_batched_tokens tokens; "
-                   f"the activation estimate counts one rank's tokens")
+    act = 0
+    ranks = dp * pcp
+    if ranks > 1 and num_tokens and flags.get("all2all_backend") in (None, "", "naive", "allgather_reducescatter"):
+        # the default dispatch all-gathers every DP rank's tokens before the experts: NaiveAll2AllManager (0.10.1),
+        # AgRsAll2AllManager (allgather_reducescatter, 0.25.0 / 0.33.0), distributed/device_communicators/all2all.py
+        top_k = int(c.get("num_experts_per_tok") or c.get("top_k_experts") or c.get("moe_topk") or 0)
+        inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or model.intermediate_size)
+        persistent = behaviour(version).moe_workspace_persistent if version else True
+        act = dp_moe_gather_bytes(num_tokens, ranks, top_k=top_k, moe_intermediate_size=inter,
+                                  hidden_size=model.hidden_size, moe_tp=1 if moe.use_ep else split,
+                                  persistent_workspace=persistent, act_bytes=DTYPE_BYTES.get(dtype, 2))
+    elif ranks > 1:
+        warning = (f"with DP x PCP = {ranks} and all2all backend {flags.get('all2all_backend')} the MoE dispatch "
+                   f"buffers and the experts' view of the gathered tokens are not modelled")
     return ParallelPlan(moe=moe, num_experts=n, local_experts=local, split=split, tp_expert_bytes=tp_bytes,
-                        weights_delta=delta, warning=warning)
+                        weights_delta=delta, warning=warning, activation_bytes=act,
+                        gathered_tokens=ranks * num_tokens if act else 0)
 
 
 # vllm/config/multimodal.py (0.33.0): a modality --limit-mm-per-prompt leaves out keeps count 999
@@ -338,7 +356,8 @@ class FeatureMemory:
 
     @property
     def activation_bytes(self) -> int:
-        return (self.lora.activation_bytes if self.lora else 0) + (self.mm.activation_bytes if self.mm else 0)
+        return (self.lora.activation_bytes if self.lora else 0) + (self.mm.activation_bytes if self.mm else 0) \
+            + (self.parallel.activation_bytes if self.parallel else 0)
 
     def warnings(self) -> list[str]:
         """What a modelled feature still leaves out, for the result's warnings."""
@@ -551,7 +570,8 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
     """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs). The encoder
     budget applies on the first pipeline stage, which runs the encoder (`first_stage`)."""
     gib = float(flags.get("cpu_offload_gb") or 0)
-    par = plan_parallel(model, flags, tp=tp, dtype=dtype, layers=layers, base_weights_bytes=base_weights_bytes)
+    par = plan_parallel(model, flags, tp=tp, dtype=dtype, layers=layers, base_weights_bytes=base_weights_bytes,
+                        num_tokens=num_tokens, version=version)
     base = base_weights_bytes + (par.weights_delta if par else 0)
     return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
                                         num_tokens=num_tokens), spec=spec, parallel=par,

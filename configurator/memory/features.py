@@ -268,3 +268,35 @@ def csa_fit_check_bytes(ratios: list[int], *, num_layers: int, sliding_window: i
             group_tuples.append(len(range(c, per_size, chunks)))
             group_pages.append(need)
     return max(group_tuples) * sum(sizes) * sum(group_pages)
+
+
+FUSED_MOE_CHUNK = 32768  # envs.VLLM_FUSED_MOE_CHUNK_SIZE default (vllm/envs.py 0.10.1)
+
+
+def dp_moe_gather_bytes(tokens: int, ranks: int, *, top_k: int, moe_intermediate_size: int, hidden_size: int,
+                        moe_tp: int, persistent_workspace: bool, act_bytes: int = 2) -> int:
+    """What the profiling run's MoE layers hold beyond one rank's batch when `ranks` DP (x PCP) ranks all-gather
+    their tokens before the experts (bytes; 0 for one rank).
+
+    Every DP rank runs the same dummy batch of `tokens`; the default dispatch gathers all ranks' tokens, M =
+    ranks x tokens: vLLM 0.10.1 NaiveAll2AllManager.naive_multicast (distributed/device_communicators/all2all.py,
+    an (M, H) buffer), 0.25.0 / 0.33.0 AgRsAll2AllManager (allgather_reducescatter, the default all2all_backend
+    of config/parallel.py). The experts then run on M tokens:
+    - 0.10.1 fused_experts_impl (fused_moe.py): chunks of C = 32,768 tokens, cache13 (C, top_k, max(N, K)) and
+      cache2 (C x top_k, N / 2), and the output (M, K) (empty_like, not in place);
+    - from 0.19 (the persistent WorkspaceManager; modular_kernel.py _allocate_buffers, 0.25.0, one chunk of M):
+      workspace13 (M, top_k, max(N / 2, K)) shared with the output, workspace2 (M, top_k, max(N, K)).
+    N = 2 x moe_intermediate_size / moe_tp, K = hidden size. The result is the difference to one rank's batch:
+    the gathered input (and, in 0.10.1, output) and the larger caches. Qwen3-Coder-480B (H 6,144, I 2,560, top 8)
+    with EP over DP 8 at 8,192 tokens, 0.10.1: 2 x 57,344 x 6,144 x 2 B + (32,768 - 8,192) x 8 x (6,144 + 2,560)
+    x 2 B = 4.50 GiB."""
+    if ranks <= 1 or not top_k or not moe_intermediate_size:
+        return 0
+    m = ranks * tokens
+    n = 2 * moe_intermediate_size // max(moe_tp, 1)
+    k = hidden_size
+    if persistent_workspace:
+        per_token = top_k * (max(n // 2, k) + max(n, k)) * act_bytes
+        return (m - tokens) * (per_token + k * act_bytes)
+    per_token = top_k * (max(n, k) + n // 2) * act_bytes
+    return (min(m, FUSED_MOE_CHUNK) - min(tokens, FUSED_MOE_CHUNK)) * per_token + 2 * (m - tokens) * k * act_bytes

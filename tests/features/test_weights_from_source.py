@@ -225,3 +225,26 @@ def test_unmodelled_layout_states_what_vllms_check_asks():
     m = read_model_spec(_csa_config(), name="synthetic/tiny-csa")
     text = unmodelled_layout(m, {"kv_cache_dtype": "fp8", "block_size": 256}, max_model_len=1000, num_tokens=512)
     assert "start-up check asks" in text and "1,000 tokens" in text
+
+
+# ---- DP x PCP: the MoE layers see every rank's tokens in the profiling run ------------------------------------
+
+def test_dp_moe_gather_by_hand_both_eras():
+    from configurator.memory.features import dp_moe_gather_bytes
+    t, ranks, k, inter, h = 1024, 4, 2, 256, 512
+    n = 2 * inter
+    # 0.10.1 fused_experts_impl: chunks of 32,768 (all 4,096 tokens here): cache13 (M, k, max(N, H)) + cache2
+    # (M k, N / 2), plus the gathered input and the not-in-place output, each (M, H)
+    old = dp_moe_gather_bytes(t, ranks, top_k=k, moe_intermediate_size=inter, hidden_size=h, moe_tp=1,
+                              persistent_workspace=False)
+    assert old == (ranks * t - t) * k * (max(n, h) + n // 2) * 2 + 2 * (ranks * t - t) * h * 2
+    # 0.19+ WorkspaceManager: workspace13 (M, k, max(N / 2, H)) shared with the output, workspace2 (M, k, max(N, H))
+    new = dp_moe_gather_bytes(t, ranks, top_k=k, moe_intermediate_size=inter, hidden_size=h, moe_tp=1,
+                              persistent_workspace=True)
+    assert new == (ranks * t - t) * (k * (max(n // 2, h) + max(n, h)) * 2 + h * 2)
+    assert dp_moe_gather_bytes(t, 1, top_k=k, moe_intermediate_size=inter, hidden_size=h, moe_tp=1,
+                               persistent_workspace=True) == 0
+    # the 0.10.1 caches stop growing at the chunk: 40,000 gathered tokens cost the chunk's caches, not 40,000's
+    big = dp_moe_gather_bytes(10_000, 4, top_k=k, moe_intermediate_size=inter, hidden_size=h, moe_tp=1,
+                              persistent_workspace=False)
+    assert big == (32768 - 10_000) * k * (max(n, h) + n // 2) * 2 + 2 * 30_000 * h * 2
