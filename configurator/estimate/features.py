@@ -347,12 +347,15 @@ class FeatureMemory:
     # profiling, so outside "Model loading took" and the profiled peak; they count where vLLM subtracts the
     # free-memory drop since start-up (the 'consumed' accounting, 0.27+)
     drafter_buffers_bytes: int = 0
+    # buffers the model class allocates while loading, sized by the scheduler (inside "Model loading took")
+    model_buffers_bytes: int = 0
+    model_buffers_line: str = ""
 
     @property
     def weights_bytes(self) -> int:
         """What the features add to (LoRA, draft) or take from (CPU offload) 'Model loading took'."""
         return (self.lora.weights_bytes if self.lora else 0) + (self.spec.weights_bytes if self.spec else 0) \
-            - self.cpu_offload_bytes + (self.parallel.weights_delta if self.parallel else 0)
+            - self.cpu_offload_bytes + (self.parallel.weights_delta if self.parallel else 0) + self.model_buffers_bytes
 
     @property
     def activation_bytes(self) -> int:
@@ -393,6 +396,8 @@ class FeatureMemory:
                            f"takes them from the KV pool only where it subtracts the free-memory drop (0.27+)")
         if self.mm:
             out.append(self.mm.line())
+        if self.model_buffers_line:
+            out.append(self.model_buffers_line)
         if self.cpu_offload_bytes:
             out.append(f"--cpu-offload-gb {self.cpu_offload_requested:g}: {human_bytes(self.cpu_offload_bytes)} of "
                        f"decoder-layer parameters stay in host memory, read over PCIe each step (UVA), so the GPU "
@@ -573,6 +578,7 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
     par = plan_parallel(model, flags, tp=tp, dtype=dtype, layers=layers, base_weights_bytes=base_weights_bytes,
                         num_tokens=num_tokens, version=version)
     base = base_weights_bytes + (par.weights_delta if par else 0)
+    buf, buf_line = model_load_buffers(model, num_tokens, dtype)  # the last PP stage's (the rank planned here)
     return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
                                         num_tokens=num_tokens), spec=spec, parallel=par,
                          mm=plan_multimodal(model, flags, dtype=dtype, num_tokens=num_tokens, max_num_seqs=max_num_seqs,
@@ -581,7 +587,7 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
                          cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib,
                          unmodelled_layout=unmodelled_layout(model, flags, max_model_len=max_model_len or num_tokens,
                                                              num_tokens=num_tokens),
-                         unmodelled_flags=unmodelled_flags(flags),
+                         unmodelled_flags=unmodelled_flags(flags), model_buffers_bytes=buf, model_buffers_line=buf_line,
                          drafter_buffers_bytes=spec_buffer_bytes(spec, num_tokens, dtype))
 
 
@@ -634,6 +640,22 @@ def unmodelled_flags(flags: dict[str, Any]) -> tuple[str, ...]:
             continue
         out.append(f"{what} (given: {v})")
     return tuple(out)
+
+
+def model_load_buffers(model: ModelSpec, num_tokens: int, dtype: str) -> tuple[int, str]:
+    """Buffers a model class allocates in __init__, so inside "Model loading took", sized by the scheduler: a
+    compressed-sparse-attention model with hyper-connections (config compress_ratios and hc_mult) keeps the
+    pre-hc_head residual stream for an MTP draft, (max_num_batched_tokens, hc_mult x H) in the model dtype, on
+    the last PP rank, with or without speculative decoding (models/deepseek_v4/nvidia/model.py
+    DeepseekV4Model._mtp_hidden_buffer, 0.25.0)."""
+    c = model.text_config
+    hc = int(c.get("hc_mult") or 0)
+    if not (hc and isinstance(c.get("compress_ratios"), list) and num_tokens):
+        return 0, ""
+    b = num_tokens * hc * model.hidden_size * DTYPE_BYTES.get(dtype, 2)
+    return b, (f"residual-stream buffer for an MTP draft: {num_tokens:,} tokens x {hc} x {model.hidden_size:,} x "
+               f"{DTYPE_BYTES.get(dtype, 2)} B = {human_bytes(b)}, allocated while the model loads (DeepseekV4Model "
+               f"_mtp_hidden_buffer), so counted in 'Model loading took'")
 
 
 def unmodelled_layout(model: ModelSpec, flags: dict[str, Any] | None = None, *, max_model_len: int = 0,

@@ -181,6 +181,12 @@ def _csa_params(c: dict, h: int, heads: int, ratio: int) -> tuple[int, int, int]
         ihd, iheads = int(c.get("index_head_dim") or 128), int(c.get("index_n_heads") or 64)
         repl += q_rank * iheads * ihd
         other += h * iheads + h * 2 * 2 * ihd + 2 * ratio * 2 * ihd
+    hc = int(c.get("hc_mult") or 0)
+    if hc:
+        # hyper-connections (models/deepseek_v4/nvidia/model.py DeepseekV4DecoderLayer): hc_attn_fn / hc_ffn_fn
+        # (mix, hc x H), bases (mix) and scales (3), fp32 (2 x 16-bit), mix = (2 + hc) x hc
+        mix = (2 + hc) * hc
+        other += 2 * (2 * mix * hc * h + 2 * mix + 6)
     return split + repl, repl, other
 
 

@@ -248,3 +248,20 @@ def test_dp_moe_gather_by_hand_both_eras():
     big = dp_moe_gather_bytes(10_000, 4, top_k=k, moe_intermediate_size=inter, hidden_size=h, moe_tp=1,
                               persistent_workspace=False)
     assert big == (32768 - 10_000) * k * (max(n, h) + n // 2) * 2 + 2 * 30_000 * h * 2
+
+
+def test_hyper_connections_and_the_mtp_residual_buffer():
+    # models/deepseek_v4/nvidia/model.py (0.25.0): per layer hc_attn_fn / hc_ffn_fn (mix, hc x H) fp32, bases
+    # (mix), scales (3), mix = (2 + hc) x hc; DeepseekV4Model._mtp_hidden_buffer (T, hc x H) in the model dtype,
+    # allocated while loading (so in 'Model loading took'), with or without speculative decoding
+    from configurator.estimate.features import model_load_buffers
+    plain = read_model_spec(_csa_config(), name="synthetic/tiny-csa")
+    hc = read_model_spec(_csa_config() | {"hc_mult": 4}, name="synthetic/tiny-csa-hc")
+    mix = 6 * 4
+    per_layer_fp32 = 2 * mix * 4 * H + 2 * mix + 6
+    assert count_params(hc).per_layer_other[0] - count_params(plain).per_layer_other[0] == 2 * per_layer_fp32
+    b, line = model_load_buffers(hc, 2048, "bfloat16")
+    assert b == 2048 * 4 * H * 2 and "Model loading took" in line
+    assert model_load_buffers(plain, 2048, "bfloat16") == (0, "")
+    feats = plan_features(hc, {}, version="0.25.0", dtype="bfloat16", tp=1, layers=range(3), num_tokens=2048)
+    assert feats.weights_bytes == b
