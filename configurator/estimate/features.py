@@ -211,9 +211,7 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
         act = dp_moe_gather_bytes(num_tokens, ranks, top_k=top_k, moe_intermediate_size=inter,
                                   hidden_size=model.hidden_size, moe_tp=1 if moe.use_ep else split,
                                   persistent_workspace=persistent, act_bytes=DTYPE_BYTES.get(dtype, 2))
-    elif ranks > 1:
-        warning = (f"with DP x PCP = {ranks} and all2all backend {flags.get('all2all_backend')} the MoE dispatch "
-                   f"buffers and the experts' view of the gathered tokens are not modelled")
+    # another backend (DeepEP-style buffers) is named by unmodelled_flags (UNMODELLED_FEATURE_FLAGS)
     return ParallelPlan(moe=moe, num_experts=n, local_experts=local, split=split, tp_expert_bytes=tp_bytes,
                         weights_delta=delta, warning=warning, activation_bytes=act,
                         gathered_tokens=ranks * num_tokens if act else 0)
@@ -612,7 +610,7 @@ def spec_buffer_bytes(spec: SpecPlan | None, num_tokens: int, dtype: str) -> int
 # Options of the features' families (LoRA, parallelism, MoE kernels) that change GPU memory and are not modelled,
 # by EngineArgs name (vllm/engine/arg_utils.py 0.25.0 / 0.33.0; the LoRA pair in releases up to 0.11.0), with the value
 # that leaves memory as modelled and what they do.
-UNMODELLED_FEATURE_FLAGS: dict[str, tuple[Any, str]] = {
+UNMODELLED_FEATURE_FLAGS: dict[str, tuple[Any, str]] = {  # key: (value(s) that leave memory as modelled, text)
     "decode_context_parallel_size": (1, "--decode-context-parallel-size: the KV cache of a request is split over "
                                         "the DCP ranks (parallel_config.decode_context_parallel_size), so each GPU "
                                         "holds more tokens than shown"),
@@ -620,7 +618,9 @@ UNMODELLED_FEATURE_FLAGS: dict[str, tuple[Any, str]] = {
                                            "connector (config/lora.py) are not counted"),
     "moe_backend": ("auto", "--moe-backend: the chosen MoE kernel's weight layout and workspaces (e.g. DeepGEMM "
                             "MegaMoE's symmetric buffers) are not modelled; the automatic choice is assumed"),
-    "all2all_backend": (None, "--all2all-backend: the expert-parallel dispatch buffers are not modelled"),
+    "all2all_backend": (("allgather_reducescatter", "naive"),
+                        "--all2all-backend: this backend's dispatch buffers are not modelled (the default gather, "
+                        "allgather_reducescatter or 0.10's naive, is)"),
     "enable_dbo": (False, "--enable-dbo: dual-batch overlap's second micro-batch is not modelled"),
     "lora_extra_vocab_size": (LORA_EXTRA_VOCAB, "--lora-extra-vocab-size: the extra vocabulary rows per adapter "
                                                 "are taken at vLLM's default 256"),
@@ -634,7 +634,8 @@ def unmodelled_flags(flags: dict[str, Any]) -> tuple[str, ...]:
     out = []
     for key, (neutral, what) in UNMODELLED_FEATURE_FLAGS.items():
         v = flags.get(key)
-        if v is None or v == neutral or str(v).strip().lower() == str(neutral).lower():
+        quiet = neutral if isinstance(neutral, tuple) else (neutral,)
+        if v is None or any(v == q or str(v).strip().lower() == str(q).lower() for q in quiet):
             continue
         if isinstance(neutral, bool) and not _truthy(v):
             continue
