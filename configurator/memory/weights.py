@@ -270,7 +270,7 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
             b += (p.lm_head if p.lm_head else (p.embedding if pp > 1 else 0)) * dt / tp
         best_rank = max(best_rank, b)
     # one copy of the replicated parts (routers, replicated linears) in the checkpoint, a TP share of the rest
-    repl = sum(_replicated_bytes(p, i, dt, method, bits) for i in range(len(per_layer)))
+    repl = sum(_replicated_bytes(p, i, dt, _attention_width(model, dt, method, bits)) for i in range(len(per_layer)))
     total = (p.embedding + p.lm_head + p.vision + sum(p.per_layer_other)) * dt + (sum(per_layer) - repl) * tp + repl
     # registered buffers load with the weights: the RoPE cos/sin cache (one per distinct RoPE)
     best_rank += _rope_cache_bytes(model, dt)
@@ -322,11 +322,20 @@ def expert_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: st
     return bits / 8 if bits else DTYPE_BYTES.get(dtype or model.dtype, 2)
 
 
-def _replicated_bytes(p: ParamCounts, i: int, dt: int, method: str | None, bits: float | None) -> float:
-    """Bytes of layer i every TP rank holds whole: the router gate (16-bit) and replicated quantized linears."""
+def _attention_width(model: ModelSpec, dt: int, method: str | None, bits: float | None) -> float:
+    """Bytes per attention-projection parameter: the model dtype for MXFP4 checkpoints (linears unquantized) and
+    configs that leave self_attn out of the quantization, else the linears' quantized width."""
+    if method == "mxfp4" or _unquantized_attention(model):
+        return dt
+    lbits = _linear_bits(model, method, bits)
+    return lbits / 8 if lbits else dt
+
+
+def _replicated_bytes(p: ParamCounts, i: int, dt: int, attn_width: float) -> float:
+    """Bytes of layer i every TP rank holds whole: the router gate (16-bit) and replicated attention linears."""
     router = p.per_layer_router[i] if p.per_layer_router else 0
     repl = p.per_layer_replicated[i] if p.per_layer_replicated else 0
-    return router * dt + repl * (bits / 8 if bits and method != "mxfp4" else dt)
+    return router * dt + repl * attn_width
 
 
 def _unquantized_attention(model: ModelSpec) -> bool:
@@ -348,7 +357,7 @@ def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str 
     mx = _mxfp4_experts(model, method)
     lbits = _linear_bits(model, method, bits)
     q = lbits / 8 if lbits else dt
-    attn_b = dt if (method == "mxfp4" or _unquantized_attention(model)) else q
+    attn_b = _attention_width(model, dt, method, bits)
     out = []
     for i, lin in enumerate(p.per_layer_linear):
         attn = p.per_layer_attention[i] if p.per_layer_attention else 0

@@ -265,3 +265,11 @@ def test_hyper_connections_and_the_mtp_residual_buffer():
     assert model_load_buffers(plain, 2048, "bfloat16") == (0, "")
     feats = plan_features(hc, {}, version="0.25.0", dtype="bfloat16", tp=1, layers=range(3), num_tokens=2048)
     assert feats.weights_bytes == b
+
+
+def test_checkpoint_total_holds_one_copy_of_replicated_linears():
+    # the total (what a checkpoint size is shared out by) counts replicated linears and routers once: at TP 2
+    # total = split parts x 2 + replicated parts once, so total(TP 1) == total(TP 2)
+    m = read_model_spec(_csa_config(), name="synthetic/tiny-csa")
+    assert weight_bytes(m, tp=1, pp=1, dtype="bfloat16", compute_capability=90).total_bytes == \
+        weight_bytes(m, tp=2, pp=1, dtype="bfloat16", compute_capability=90).total_bytes
