@@ -3,6 +3,7 @@
 import json
 
 import jsonschema
+import pytest
 
 from configurator.schemas import estimate_schema
 
@@ -203,3 +204,12 @@ def test_a_model_id_the_hub_client_refuses_is_an_unknown_model():
     for bad in (".cache/huggingface", "a//b", "org/name with spaces", "Qwen/Qwen3-8BB!"):
         with pytest.raises(NotFoundError, match="unknown model"):
             resolve_model(bad, allow_hub=False)
+
+
+@pytest.mark.parametrize("option", [["-dcp", "2"], ["--moe-backend", "triton"], ["--kv-transfer-config", "{}"]])
+def test_an_unmodelled_memory_option_is_named_in_the_json_warnings(run_cli, option):
+    res = run_cli("estimate", "--gpu", "h100-80gb", "--vllm-version", "0.25.0", "--format", "json", "--",
+                  "vllm", "serve", "Qwen/Qwen3-8B", *option)
+    assert res.exit_code in (0, 1), res.stderr
+    warnings = json.loads(res.stdout)["warnings"]
+    assert any(w.startswith("not-modelled: ") and "not modelled" in w for w in warnings), warnings

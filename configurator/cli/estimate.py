@@ -84,9 +84,9 @@ def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_use
         # (vllm/entrypoints/cli/main.py: the top-level parser, prog 'vllm', reports left-over tokens)
         click.echo(f"vllm: error: {unrecognized_message(args.unknown)}", err=True)
         sys.exit(int(ExitCode.FAIL))
-    for o in args.unmodelled:
-        click.echo(f"warning: {o.dest} changes GPU memory but is not modelled; the estimate ignores it",
-                   err=True)
+    # an option that changes memory and is not modelled is named in the result's warnings (text and JSON alike)
+    unmodelled = [f"not-modelled: {o.dest} changes GPU memory and is not modelled; the estimate ignores it"
+                  for o in args.unmodelled]
     parsed = args.flags
     name = model or parsed.pop("model", None)
     parsed.pop("model", None)
@@ -97,5 +97,7 @@ def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_use
                                       vllm_version=version, flags=parsed,
                                       gpu_memory_used=common.memory_used(gpu_memory_used),
                                       calibration=common.calibration(calibration), entry=entry))
+    if unmodelled:
+        result = result.model_copy(update={"warnings": [*unmodelled, *result.warnings]})
     common.gpu_note(gpu)
     common.finish(lambda: ESTIMATE_FORMATS[fmt](result, sys.stdout), ExitCode.OK if result.fits else ExitCode.FAIL)

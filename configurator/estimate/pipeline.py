@@ -49,6 +49,11 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
     else:
         below, above, row = band_bytes(inp.b.version, inp.model)
         why = f"1.645 x the dev logs' cross-validated RMS error, {row} (profiles/error_bands.yaml)"
+    if budget.features.unmodelled_layout and not budget.kv_bytes_flag:
+        # a KV layout the tool does not model (its own warning names it): what vLLM's check needs per request is
+        # unknown, so the pessimistic end is no KV at all and the verdict can be `at-risk`, never a silent `fits`
+        below = avail
+        why += "; the model's KV layout is not modelled, so the band reaches down to no KV cache"
     low, high = avail - below, avail + above
     fixed = bool(inp.errors or budget.errors)  # refusals the band does not move
     at_high = decide(inp, kvp, replace(budget, available_bytes=high)).errors if above else verdict.errors

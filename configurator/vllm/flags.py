@@ -203,6 +203,10 @@ UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
     "--long-prefill-token-threshold", "--max-num-partial-prefills", "--max-seq-len-to-capture",
     "--hf-overrides", "--rope-scaling", "--override-generation-config",
     "--all2all-backend", "--enable-dbo",  # EP communication buffers, dual-batch overlap (0.33.0 arg_utils.py)
+    # decode context parallel (the KV of a request split over ranks), LoRA on towers / connector, bias slots and
+    # extra vocabulary, the MoE kernel choice (0.25.0 / 0.33.0 arg_utils.py; the LoRA pair up to 0.11.0)
+    "--decode-context-parallel-size", "-dcp", "--enable-tower-connector-lora", "--moe-backend",
+    "--enable-lora-bias", "--lora-extra-vocab-size",
 })
 
 

@@ -32,7 +32,7 @@ def test_cold_start_fails_when_a_case_crashes_or_changes_its_answer(cold_start, 
     first = next(iter(cold_start.CASES))
     monkeypatch.setattr(cold_start, "CASES", {first: cold_start.CASES[first]})
     monkeypatch.setattr(cold_start, "tool_command", lambda: [sys.executable, "-m", "configurator.cli.main"])
-    assert cold_start.main(["--runs", "1", "--target-cpu-s", "30"]) == 0
+    assert cold_start.main(["--runs", "1", "--target-cpu-s", "30", "--max-catalog-ratio", "100"]) == 0
     # the same case, expected to refuse: its answer changed
     args, _, _ = cold_start.CASES[first]
     monkeypatch.setattr(cold_start, "CASES", {"changed": (args, 1, "REFUSED")})
@@ -43,6 +43,13 @@ def test_cold_start_fails_when_a_case_crashes_or_changes_its_answer(cold_start, 
     monkeypatch.setattr(cold_start, "tool_command", lambda: CRASH)
     assert cold_start.main(["--runs", "1"]) == 1
     assert "exit 3" in capsys.readouterr().out
+
+
+def test_cold_start_fails_when_the_catalog_costs_more_than_its_claim(cold_start, monkeypatch, capsys):
+    first = next(iter(cold_start.CASES))
+    monkeypatch.setattr(cold_start, "CASES", {first: cold_start.CASES[first]})
+    assert cold_start.main(["--runs", "1", "--target-cpu-s", "30", "--max-catalog-ratio", "0.01"]) == 1
+    assert f"FAILED: {first} (catalog)" in capsys.readouterr().out
 
 
 def test_cold_start_fails_over_its_target(cold_start, monkeypatch, capsys):

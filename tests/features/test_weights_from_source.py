@@ -273,3 +273,16 @@ def test_checkpoint_total_holds_one_copy_of_replicated_linears():
     m = read_model_spec(_csa_config(), name="synthetic/tiny-csa")
     assert weight_bytes(m, tp=1, pp=1, dtype="bfloat16", compute_capability=90).total_bytes == \
         weight_bytes(m, tp=2, pp=1, dtype="bfloat16", compute_capability=90).total_bytes
+
+
+def test_an_unmodelled_kv_layout_is_never_a_plain_fits():
+    # the band's pessimistic end is no KV: vLLM's own per-request need for this layout is not modelled here, so a
+    # configuration with room to spare by the tool's layout is `at-risk`, never `fits` (a refused record was `fits`)
+    r = estimate(EstimateRequest(model="deepseek-ai/DeepSeek-V4-Flash", gpu="B200", vllm_version="0.25.0",
+                                 flags={"tensor_parallel_size": 8, "max_model_len": 32768}))
+    assert r.kv_cache_bytes_low <= 0 < r.memory.kv_cache_bytes
+    assert r.verdict == "at-risk"
+    assert any("layout is not modelled" in d for d in r.derivation)
+    plain = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="B200", vllm_version="0.25.0",
+                                     flags={"max_model_len": 32768}))
+    assert plain.verdict == "fits" and plain.kv_cache_bytes_low > 0
