@@ -79,6 +79,7 @@ NON_TORCH_BYTES = 130 * MiB  # cuBLAS / CUDA-graph-pool non-torch memory of one 
 CONSUMED_ERA = "0.27.0"  # the era whose 'consumed' accounting adds an own constant
 K_GRID = [i / 20 for i in range(0, 241)]  # sampler copies at R = 256: 0 .. 12
 EXP_GRID = [i / 20 for i in range(0, 17)]  # the sampler's exponent in R / 256: 0 .. 0.8
+HELD_EXPONENT = 0.28  # the exponent before it was fitted (a sensitivity row of the report)
 HUBER_BYTES = GiB // 2  # the fit's loss is squared within half a GiB, linear beyond (huber)
 # how a record's release was found; records whose release is only the tool's default are not fitted
 FITTED_HOW = ("log", "date", "prose", "sibling")
@@ -151,7 +152,7 @@ DATE_PATTERNS = (
     # 2025-07-22 (also '2026-09-22/23': the first day)
     (re.compile(r"(?<![\d.])(20\d\d)-(\d\d)-(\d\d)(?!\d)"), lambda m: (int(m[1]), int(m[2]), int(m[3]))),
     # 'dated 08-02 (2026)', 'log dated 08-02, 2026'
-    (re.compile(r"\bdated\s+(\d\d)-(\d\d)\s*[(,]\s*(20\d\d)\b", re.I), lambda m: (int(m[3]), int(m[1]), int(m[2]))),
+    (re.compile(r"\bdated\s+(\d\d)-(\d\d)\s*[(,]\s*(20\d\d)\b\)?", re.I), lambda m: (int(m[3]), int(m[1]), int(m[2]))),
     # '2 Jan 2026', 'Jan 2, 2026'
     (re.compile(r"\b(\d{1,2})\s+" + _MON + r",?\s+(20\d\d)\b", re.I),
      lambda m: (int(m[3]), MONTHS[m[2][:3].lower()], int(m[1]))),
@@ -186,7 +187,8 @@ def record_dates(r: dict) -> list[tuple[dt.date, str]]:
                 except ValueError:
                     continue
                 taken.append((m.start(), m.end()))
-                out.append((day, m.group(0).strip(" (,)")))
+                text_read = m.group(0).strip()
+                out.append((day, m.group(1) if re.fullmatch(r"[(,]\s*20\d\d\s*\)", text_read) else text_read))
     return out
 
 
@@ -460,7 +462,7 @@ def _fit_copies(items: list[tuple[Parts, int]], e: float, delta: int) -> tuple[f
     return best
 
 
-def fit(items: list[tuple[Parts, int]]) -> Fitted:
+def fit(items: list[tuple[Parts, int]], exponents: list[float] | tuple[float, ...] = EXP_GRID) -> Fitted:
     """Huber loss (see _fit_copies), pooled over every era: the sort-based sampler's copies at R = 256
     and its exponent in R (EXP_GRID; records at R = 256 and at R = 1,024 tell them apart); one constant of
     its own for the 'consumed' accounting era (CONSUMED_ERA) when at least MIN_ERA_RECORDS of its records
@@ -468,7 +470,7 @@ def fit(items: list[tuple[Parts, int]]) -> Fitted:
     not use the copies (source-counted)."""
     eras = sorted({p.era for p, _ in items} | {str(e["since"]) for e in _era_rows()})
     best: tuple[float, Fitted] | None = None
-    for e in EXP_GRID:
+    for e in exponents:
         delta = 420 * MiB
         loss = 0.0
         for _ in range(3):
@@ -559,6 +561,9 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None) -> dict:
                 r["cv_kv"] = kv_with(r["parts"], co) if r["parts"] else None
                 r["cv_verdict"] = run(r["case"], r["version"], co).verdict
                 r["cv_fit"] = fg
+                if r["parts"]:  # the same with the exponent held where it stood before it was fitted
+                    held = fit(train, (HELD_EXPONENT,)) if train else fitted_all
+                    r["cv_held_kv"] = kv_with(r["parts"], coeffs_from(held, r["version"]))
     return {"rows": rows, "skipped": skipped, "fitted": fitted_all, "groups": groups,
             "unknown": unknown_version,
             "fit_groups": sorted({r["case"].group for r in rows if _fitted(r)}),
@@ -584,6 +589,7 @@ def summary(ev: dict) -> dict:
         s[key] = {what: stats([(r[col] - r["case"].logged_kv) / gib for r in sub])
                   for what, col in (("in", "kv"), ("fit", "fit_kv"), ("cv", "cv_kv"), ("naive", "naive"))}
     s["in"], s["fit"], s["cv"], s["naive"] = (s["all"][k] for k in ("in", "fit", "cv", "naive"))
+    s["cv_held"] = stats([(r["cv_held_kv"] - r["case"].logged_kv) / gib for r in rows])
     undated = [r for r in rows if r["default_kv"] is not None]
     s["as_default"] = {"n": len(undated),
                        "dated": stats([(r["kv"] - r["case"].logged_kv) / gib for r in undated]),
@@ -628,6 +634,26 @@ def claims_missed(s: dict) -> list[str]:
     return [f"{k}: {got[k]:.2f} > target {v}" for k, v in CLAIMS.items() if not got[k] <= v]
 
 
+OVERHEADS_HEADER = """\
+# Coefficients of the start-up overhead model (configurator/memory/overheads.py), one row per era
+# of vLLM's memory accounting. Each row applies from `since` until the next row.
+#
+# Written by `python benchmarks/accuracy.py --write-coefficients`: Huber loss (squared within 0.5 GiB,
+# linear beyond) over every dev + dev2 record with a logged available KV whose release is printed,
+# dated by the record's own text (the newest release out then), stated in prose or printed by its
+# sibling records; records at the tool's default release are not fitted. Each record is evaluated at
+# the utilization vLLM used (its stated value, else the release default: 0.9 up to 0.19.x, 0.92 from
+# 0.20.0). Never keyed on a model or a record. A calibration file from your own log replaces them.
+#
+# What is NOT fitted (mechanisms from the source, configurator/memory/overheads.py): FlashInfer's sampler
+# (2.5 copies, the default 0.9-0.11), the persistent fused-MoE workspace (0.19+), the V2 runner's penalty
+# state, the CUDA-graph terms, forward bytes per element. Fitted: the sort-based sampler's live copies
+# at R = 256 and its exponent in R / 256 (R = min(max_num_seqs, max_num_batched_tokens); pooled over all
+# eras); one constant for the 0.27+ 'consumed' accounting era; the multi-GPU extra (pooled). Other eras'
+# constant is held at 130 MiB: a free constant trades against the copies and did not carry across eras.
+"""
+
+
 def write_coefficients(fitted: Fitted) -> None:
     doc = yaml.safe_load(OVERHEADS.read_text())
     per, delta = fitted.per, fitted.delta
@@ -638,11 +664,11 @@ def write_coefficients(fitted: Fitted) -> None:
         era["non_torch_tp1_mib"] = round(c / MiB)
         era["non_torch_multi_gpu_mib"] = round((c + delta) / MiB)
         era["runner_buffers_mib"] = 0
-        era["fitted_on"] = ("copies pooled over all fitted records (release printed, dated or stated); constant " +
+        era["fitted_on"] = ("copies and exponent pooled over all fitted records (release printed, dated, stated "
+                            "or printed by siblings); constant " +
                             ("this era's own ('consumed' accounting)" if str(era["since"]) == CONSUMED_ERA
                              else "held at 130 MiB (not fitted)"))
-    head = [ln for ln in OVERHEADS.read_text().splitlines() if ln.startswith("#")]
-    OVERHEADS.write_text("\n".join(head) + "\n" + yaml.safe_dump({"eras": doc["eras"]}, sort_keys=False))
+    OVERHEADS.write_text(OVERHEADS_HEADER + yaml.safe_dump({"eras": doc["eras"]}, sort_keys=False))
 
 
 def _g(b) -> str:
@@ -689,7 +715,10 @@ def report(ev: dict, s: dict) -> list[str]:
         f"Records without a printed release but dated or stated ({s['as_default']['n']} with a logged KV), "
         f"as that release: {f(s['as_default']['dated'])}; as the tool's default {NEWEST} instead: "
         f"{f(s['as_default']['default'])}. Started but `refused` at {NEWEST}: "
-        f"{len(v['default_started_predicted_refused'])} {ids(v['default_started_predicted_refused'])}.", "",
+        f"{len(v['default_started_predicted_refused'])} {ids(v['default_started_predicted_refused'])}".rstrip() + ".",
+        "",
+        f"Sensitivity: cross-validated with the sampler's exponent held at {HELD_EXPONENT} instead of refit "
+        f"per fold: {f(s['cv_held'])}.", "",
         f"## Verdicts ({s['n_verdicts']} records run, {s['n_started']} started)", "",
         "| | tool as shipped | cross-validated |", "|---|---|---|",
         f"| started, predicted `refused` | {len(v['started_predicted_refused'])} "
