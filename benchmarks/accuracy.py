@@ -368,22 +368,23 @@ def cases(paths=ALL_LOGS, unknown_version: str | None = None) -> tuple[list[Case
     out, skipped = [], []
     records = _records(paths)
     for r in records:
-        try:
-            if r.get("engine") != "V1":
-                raise LookupError("V0 engine (not modelled)")
-            why = [w for w in (not_stock(r), unmodelled(r)) if w]
-            try:
-                flags = flags_for(r)
-            except LookupError as e:
-                why.append(str(e))
-            if why:
-                raise LookupError("; ".join(why))
-            release = release_for(r, unknown_version, records)
-            model, label = model_for(r)
-            gpu = gpu_for(r)
-        except (LookupError, ConfiguratorError, ValueError) as e:
-            skipped.append({"id": r["id"], "reason": str(e)[:200]})
+        if r.get("engine") != "V1":
+            skipped.append({"id": r["id"], "reason": "V0 engine (not modelled)"})
             continue
+        why = [w for w in (not_stock(r), unmodelled(r)) if w]
+        got: dict = {}
+        for key, step in (("flags", lambda r=r: flags_for(r)),
+                          ("release", lambda r=r: release_for(r, unknown_version, records)),
+                          ("model", lambda r=r: model_for(r)), ("gpu", lambda r=r: gpu_for(r))):
+            try:
+                got[key] = step()
+            except (LookupError, ConfiguratorError, ValueError) as e:
+                why.append(str(e)[:200])
+        if why:  # every reason, not only the first
+            skipped.append({"id": r["id"], "reason": "; ".join(why)})
+            continue
+        flags, release, gpu = got["flags"], got["release"], got["gpu"]
+        model, label = got["model"]
         kv = r.get("available_kv_cache_gib")
         w = r.get("model_loading_gib")
         status = str(r.get("status") or "")
@@ -538,7 +539,7 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None) -> dict:
             skipped.append({"id": c.id, "reason": (
                 f"GPU bigger than named: vLLM logged {_g(c.logged_kv)} GiB of KV, more than util x total - weights "
                 f"({_g(bound)} GiB) allows on the catalog's {res.gpu.name} ({_g(res.gpu.total_bytes)} GiB); the record "
-                f"states no memory size or CUDA total ('{str(c.record.get('gpu'))[:60]}'), so its GPU is not in the "
+                f"states no memory size or CUDA total (gpu: {_quote(c.record.get('gpu'))}), so its GPU is not in the "
                 f"catalog. As {res.gpu.name}: predicted {_g(res.memory.kv_cache_bytes)} GiB")})
             continue
         rows.append({"case": c, "version": version, "res": res, "parts": p, "kv": res.memory.kv_cache_bytes,
@@ -669,6 +670,11 @@ def write_coefficients(fitted: Fitted) -> None:
                             ("this era's own ('consumed' accounting)" if str(era["since"]) == CONSUMED_ERA
                              else "held at 130 MiB (not fitted)"))
     OVERHEADS.write_text(OVERHEADS_HEADER + yaml.safe_dump({"eras": doc["eras"]}, sort_keys=False))
+
+
+def _quote(text, n: int = 60) -> str:
+    t = str(text)
+    return f"'{t[:n]}...'" if len(t) > n else f"'{t}'"
 
 
 def _g(b) -> str:
