@@ -252,6 +252,11 @@ def test_a_logged_kv_the_named_gpu_cannot_hold_leaves_the_record_out(mod, tmp_pa
     ev = mod.evaluate([logs])
     assert [r["case"].id for r in ev["rows"]] == ["ok-1"]
     assert "GPU bigger than named" in next(k["reason"] for k in ev["skipped"] if k["id"] == "too-big")
+    # a GPU known by the CUDA total vLLM logged is what it is: the record stays in (a miss, counted)
+    logged = {**base, "id": "logged-total", "gpu_family": "unknown", "available_kv_cache_gib": 40.0,
+              "gpu_total_memory_logged": "21.9/22.03 GiB (free/total)"}
+    logs.write_text(json.dumps(logged) + "\n")
+    assert [r["case"].id for r in mod.evaluate([logs])["rows"]] == ["logged-total"]
 
 
 # ---------------------------------------------------------------- what the evaluation holds
@@ -305,3 +310,26 @@ def test_a_quantized_checkpoint_resolved_to_its_base_carries_the_records_quantiz
     assert kv.quantization_for(online) == "fp8"
     with pytest.raises(LookupError):  # 'Mistral-7B' names checkpoints of different geometry
         kv.model_for({"model": "Mistral-7B GPTQ checkpoint (local path /models/mistral-7b)"})
+
+
+# ---------------------------------------------------------------- benchmarks/error_band.py
+
+
+def test_band_is_the_90th_percentile_of_the_absolute_residuals_floored():
+    eb = load_benchmark("error_band")
+    rows = [{"group": f"g{i}", "residual": (-1) ** i * i * GiB // 10} for i in range(1, 11)]  # 0.1 .. 1.0 GiB
+    lo, hi = eb.band(rows)
+    assert lo == hi and abs(lo - 0.91 * GiB) <= 2  # between the 9th (0.9) and 10th (1.0) absolute residual
+    # one residual of 12 GiB moves the band by a tenth of its excess (interpolation), not to 1.645 x RMS = 6.3 GiB
+    lo_out, _ = eb.band([*rows[:-1], {"group": "g10", "residual": 12 * GiB}])
+    assert lo_out < 2.5 * GiB
+    from configurator.estimate.band import FLOOR_BYTES
+    assert eb.band([{"group": "a", "residual": 0}]) == (FLOOR_BYTES, FLOOR_BYTES)
+
+
+def test_band_coverage_holds_each_group_out():
+    eb = load_benchmark("error_band")
+    small = [{"group": f"g{i}", "residual": GiB // 10} for i in range(9)]
+    rows = [*small, {"group": "odd", "residual": 5 * GiB}]
+    # the odd group is judged by the band of the others (0.1 GiB): it falls outside
+    assert eb.coverage(rows) == pytest.approx(9 / 10)
