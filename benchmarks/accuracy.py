@@ -684,7 +684,7 @@ def _g(b) -> str:
 
 
 def _fmt(x: float, key: str) -> str:
-    return f"{x:.2f}" if key.endswith(("_gib", "_pct")) else f"{x:.0f}"
+    return f"{x:.3f}" if key.endswith("_gib") else f"{x:.2f}" if key.endswith("_pct") else f"{x:.0f}"
 
 
 def report(ev: dict, s: dict) -> list[str]:
