@@ -7,30 +7,35 @@ fields and `other_flags`), else the tool's defaults for the release it is evalua
 record marks as "vLLM's default" is not passed: the tool supplies its own default). No
 --kv-cache-memory-bytes: the full profile model.
 
-- The release a record is evaluated as (`release_for`): the one its log prints; else, when the
-  record's own text dates it (`source`, `notes`, `other_flags`: an ISO date, 'dated MM-DD (YYYY)',
-  'Jan 2026' -> the month's last day, a bare '(…, 2026)' year -> its last day; the earliest such date),
-  the newest release published on or before that date (configurator/vllm/release_dates.py, first PyPI
-  upload); else a release stated in prose ('other run is 0.19.0'); else the tool's default (the
-  newest modelled). `--unknown-version X` evaluates every record that prints no release as X instead
-  (a sensitivity check).
+- The release a record is evaluated as (`release_for`), strongest evidence first: the one its log
+  prints; a date its own text gives to the day or month (`source`, `notes`, `other_flags`: an ISO
+  date, 'dated MM-DD (YYYY)', 'Jan 2026' -> the month's last day; the earliest such date), as the
+  newest release published on or before it (configurator/vllm/release_dates.py, first PyPI upload); a
+  release stated in prose ('other run is 0.19.0'); the release its sibling records print (same
+  source, same container image); a year alone ('(..., 2026)' -> its last day); else the tool's default
+  (the newest modelled). `--unknown-version X` evaluates every record that prints no release as X
+  instead (a sensitivity check).
+- Left out, with every reason: V0, patched builds, an option the tool names as not modelled, a feature
+  named without its settings, TP ranks without a TP size, no model profile or GPU, and a logged KV the
+  GPU the record's name maps to cannot hold after the weights (its GPU is another memory size).
 - Headline: every record the tool runs that logs its available KV (in-sample, cross-validated,
-  naive), with a sub-row for the records whose log prints the release.
+  naive), with sub-rows by how the release was found.
 - In-sample: the tool as shipped (profiles/overheads.yaml, written by --write-coefficients), and this
   script's own fit on all fitted records (the same numbers once written).
-- Fitted here, by least squares over the records with a logged KV whose release is printed, dated or
-  stated (not those evaluated at the default release): the sort-based sampler's live logits copies at
-  R = 256 (sampler_copies_at_256), pooled over all eras; one constant of the 0.27+ 'consumed' accounting
-  era (non_torch_tp1_mib of that row; runner buffers folded in), only when the training set holds
-  MIN_ERA_RECORDS of its records; one multi-GPU extra pooled across eras. Held, not fitted: the other
-  eras' constant (NON_TORCH_BYTES), and the mechanisms (FlashInfer's sampler 0.9-0.11, the persistent
-  fused-MoE workspace 0.19+, the V2 penalty state). Every record is evaluated at the utilization vLLM
-  used: its stated value, else the release default (0.9 to 0.19.x, 0.92 from 0.20.0).
-  `--write-coefficients` writes the fit on all fitted records into profiles/overheads.yaml.
+- Fitted here, minimising the Huber loss (squared within HUBER_BYTES, linear beyond) over the records
+  with a logged KV whose release is printed, dated, stated or printed by siblings (not those at the
+  default release): the sort-based sampler's live logits copies at R = 256 and its exponent in R / 256,
+  pooled over all eras; one constant of the 0.27+ 'consumed' accounting era (non_torch_tp1_mib of that
+  row; runner buffers folded in), only when the training set holds MIN_ERA_RECORDS of its records; one
+  multi-GPU extra pooled across eras. Held, not fitted: the other eras' constant (NON_TORCH_BYTES), and
+  the mechanisms (FlashInfer's sampler 0.9-0.11, the persistent fused-MoE workspace 0.19+, the V2
+  penalty state, the features). Every record is evaluated at the utilization vLLM used: its stated
+  value, else the release default (0.9 to 0.19.x, 0.92 from 0.20.0). `--write-coefficients` writes the
+  fit on all fitted records into profiles/overheads.yaml.
 - Cross-validation: leave one group out, group = model family (config model_type) and source (the
-  repository or document the log came from); the coefficients are refit without the group and the
-  group's records predicted with them. Held fixed (not refit): forward bytes per element (a dtype
-  width), the CUDA-graph terms, the sampler exponent and the mechanisms above.
+  repository or document the log came from); every group is predicted with the coefficients (the
+  exponent included) refit without it. Held fixed: forward bytes per element (a dtype width), the
+  CUDA-graph terms and the mechanisms above.
 - Naive baseline: `util x total - weights` with the tool's own weight prediction.
 
 Usage: python benchmarks/accuracy.py [--out benchmarks/accuracy.md] [--unknown-version X] [--write-coefficients]
