@@ -116,6 +116,17 @@ def model_for(record: dict):
 
 
 def gpu_for(record: dict) -> dict:
+    """The record's GPU, with the memory other processes held on it when the record states it."""
+    gpu = _gpu_for(record)
+    m = re.search(r"another process (?:held|holds|using|used)\s+([\d.,]+)\s*(MiB|GiB)",
+                  " ".join(str(record.get(k) or "") for k in ("gpu", "notes")), re.I)
+    if m:  # --gpu-memory-used: memory in use before vLLM starts
+        n = float(m.group(1).replace(",", ""))
+        gpu["gpu_memory_used"] = int(n * (1 << 20 if m.group(2).lower() == "mib" else 1 << 30))
+    return gpu
+
+
+def _gpu_for(record: dict) -> dict:
     """The record's GPU: a catalog entry by its family name, else the CUDA total vLLM logged
     ('free/total GiB' or 'N GiB'); a capacity class ('24 GB GPU') is not a CUDA total: left out."""
     fam = str(record.get("gpu_family") or "")

@@ -48,7 +48,7 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
                "(profiles/error_bands.yaml)")
     else:
         below, above, row = band_bytes(inp.b.version, inp.model)
-        why = f"1.645 x the dev logs' cross-validated RMS error, {row} (profiles/error_bands.yaml)"
+        why = f"the 90th percentile of the dev logs' cross-validated errors, {row} (profiles/error_bands.yaml)"
     if budget.features.unmodelled_layout and not budget.kv_bytes_flag:
         # a KV layout the tool does not model (its own warning names it): what vLLM's check needs per request is
         # unknown, so the pessimistic end is no KV at all and the verdict can be `at-risk`, never a silent `fits`
@@ -58,15 +58,30 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
     fixed = bool(inp.errors or budget.errors)  # refusals the band does not move
     at_high = decide(inp, kvp, replace(budget, available_bytes=high)).errors if above else verdict.errors
     at_low = decide(inp, kvp, replace(budget, available_bytes=low)).errors if below else verdict.errors
+    # the room outside vLLM's budget: util x total is a share of the whole GPU, so the CUDA context and other
+    # processes (--gpu-memory-used) share what is left with a CUDA-graph pool the release does not count in the
+    # budget (before 0.20; model runner V2 until 0.29): captured after the KV cache is allocated, it must fit there
+    room = budget.free_bytes - budget.requested_bytes
+    ov = budget.overheads
+    spill = ov.graph_pool_bytes if not ov.cudagraph_bytes else 0
+    tight = not fixed and 0 < spill and room < spill
     if fixed or at_high:
         state = "refused"
-    elif verdict.errors or at_low:
+    elif verdict.errors or at_low or tight:
         state = "at-risk"
     else:
         state = "fits"
     derivation = list(result.derivation)
+    warnings = list(result.warnings)
+    if tight:
+        note = (f"outside the budget only {format_gib(max(room, 0))} GiB is left (total - memory in use before start "
+                f"- util x total) for the ~{format_gib(spill)} GiB CUDA-graph pool this release captures after "
+                f"sizing the KV cache without counting it: the capture can run out of memory (lower "
+                f"--gpu-memory-utilization, or --enforce-eager)")
+        derivation.append(note)
+        warnings.append(f"at-risk: {note}")
     if below or above:
         derivation.append(f"error band: available KV {format_gib(low)} to {format_gib(high)} GiB ({why}); "
                           f"verdict {state}")
     return result.model_copy(update={"verdict": state, "kv_cache_bytes_low": low, "kv_cache_bytes_high": high,
-                                     "derivation": derivation})
+                                     "derivation": derivation, "warnings": warnings})

@@ -81,6 +81,8 @@ class Overheads:
     non_torch_bytes: int
     cudagraph_bytes: int  # subtracted before the KV pool (0.20+, not with --enforce-eager)
     runner_bytes: int  # persistent runner / sampler buffers (part of 'consumed' memory)
+    # the CUDA-graph pool the capture allocates after the KV cache, counted in the budget or not (0: eager)
+    graph_pool_bytes: int = 0
 
 
 def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attention_heads: int,
@@ -112,14 +114,14 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
     sampler = int(rows * vocab_size * 4 * copies) if last_stage else 0
     activation = workspace + max(forward, sampler)
     non_torch = coeffs.non_torch_multi_gpu_bytes if tp * pp > 1 else coeffs.non_torch_tp1_bytes
-    graphs = 0
-    if cudagraph_counted and not enforce_eager:
-        # vLLM estimates the pool from the first capture plus one per-graph cost per capture size
-        # (profile_cudagraph_memory); the per-layer cost was fitted at the 51 sizes of the default 512 ceiling
-        graphs = coeffs.cudagraph_base_bytes + int(coeffs.cudagraph_per_layer_bytes * num_layers_on_rank
-                                                   * num_capture_sizes / REFERENCE_CAPTURE_SIZES)
+    # vLLM estimates the pool from the first capture plus one per-graph cost per capture size
+    # (profile_cudagraph_memory); the per-layer cost was fitted at the 51 sizes of the default 512 ceiling.
+    # Where the release does not count it (before 0.20, model runner V2 until 0.29) it lands outside the budget.
+    pool = 0 if enforce_eager else coeffs.cudagraph_base_bytes + int(
+        coeffs.cudagraph_per_layer_bytes * num_layers_on_rank * num_capture_sizes / REFERENCE_CAPTURE_SIZES)
+    graphs = pool if cudagraph_counted else 0
     runner = coeffs.runner_buffers_bytes
     if v2_sampler_state and last_stage:
         # V2 model runner penalty state: output_bin_counts (int32) + prompt_bin_mask (1/32 of it)
         runner += int(max_num_seqs * vocab_size * 4 * 33 / 32)
-    return Overheads(activation, non_torch, graphs, runner)
+    return Overheads(activation, non_torch, graphs, runner, pool)
