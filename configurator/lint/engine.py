@@ -169,7 +169,11 @@ def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None,
                     result = (load_local(cand), None)
                     cache[key] = result
                     return result
-        if not local_ok and _on_this_machine(name):
+        if not local_ok and "://" in name:  # pvc://, s3://, gs:// (KServe storageUri): a location, not a model
+            result = (None, f"model '{name}' is a storage location, which names no model offline; map it with "
+                            f"`models: {{\"{name}\": <model id or config.json>}}` in .vllm-configurator.yaml, the "
+                            f"{MODEL_ANNOTATION} annotation, or --model-config '{name}=PATH'")
+        elif not local_ok and _on_this_machine(name):
             from configurator.admission.models import catalog_resolver
 
             try:  # the catalog alone: a Hub-shaped id that is also a folder here still finds its profile
@@ -427,7 +431,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     enabled = [r for r in REGISTRY.values() if out.severity(r.id) != "off"]  # once per run, not per server
     found, not_understood = extract_all(docs, opts.vllm_version)
     for nu in not_understood:
-        out.add("not-understood", nu.reason, nu.loc, ObjectRef(kind=nu.kind, name=nu.name))
+        out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,
+                ObjectRef(kind=nu.kind, name=nu.name))
     dirs = opts.model_config_dirs + tuple(settings.config.model_config_dirs)
     for s in found:
         try:
@@ -526,6 +531,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
     summary = Summary(files=files, servers_found=len(servers),
                       servers_checked=sum(1 for x in servers if x.verdict != "not-checked"),
-                      not_understood=len(not_understood), errors=counts["error"], warnings=counts["warning"],
+                      not_understood=sum(nu.rule == "not-understood" for nu in not_understood),
+                      errors=counts["error"], warnings=counts["warning"],
                       info=counts["info"], suppressed=len(suppressed))
     return CheckReport(findings=findings, suppressed=suppressed, servers=servers, files=files, summary=summary)

@@ -144,16 +144,24 @@ class NotUnderstood:
     kind: str
     name: str
     reason: str
+    rule: str = "not-understood"  # the rule it is reported under (runtime-template-unbound: a template)
 
 
 @dataclass
 class Inputs:
     """What an extractor may look up beyond its own object: the other documents of the run (a
-    ConfigMap named by `--config`), and which of them a server consumed."""
+    ConfigMap named by `--config`, the ServingRuntime an InferenceService uses), which of them a
+    server consumed, and findings an extractor makes about an object instead of a server."""
 
     docs: list[Document]
     by_name: dict[tuple[str, str], Node] = field(default_factory=dict)
     consumed: set[int] = field(default_factory=set)  # id() of documents a server read
+    notices: dict[int, list[NotUnderstood]] = field(default_factory=dict)  # id(document) -> its findings
+    memo: dict[str, Any] = field(default_factory=dict)  # what a format computes once per run (its own key)
+
+    def notice(self, doc: Document, finding: NotUnderstood) -> None:
+        """A finding on an object that yields no server (an unbound runtime template), reported with it."""
+        self.notices.setdefault(id(doc), []).append(finding)
 
     @classmethod
     def of(cls, docs: list[Document]) -> Inputs:
@@ -357,7 +365,7 @@ def container_tokens(argv: list[tuple[Node, str]], env: dict[str, str]) -> list[
         items.append((Token(_expand(text, env), node.loc()), style))
     shells = ("sh", "bash", "zsh", "dash")
     if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in shells and items[1][0].text == "-c":
-        tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1])
+        tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1], script=True)
         if tokens is None:
             return None
         positional = [t for t, _ in items[4:]]  # items[3] is $0; "$@" is what follows it
@@ -388,9 +396,11 @@ _SH = re.compile(r"""
 _DQ_ESCAPE = re.compile(r"\\([\\\"$`\n])")
 
 
-def shell_words(text: str) -> list[list[tuple[str, int]]]:
-    """A shell script as segments (split at ; && || |) of (word, offset of its first character),
-    in linear time. Quotes and backslashes are removed as the shell would; comments dropped."""
+def shell_words(text: str, script: bool = False) -> list[list[tuple[str, int]]]:
+    """A shell script as segments (split at ; && || |, and with `script` at a newline, as `sh -c` does)
+    of (word, offset of its first character), in linear time. Quotes and backslashes are removed as the
+    shell would; comments dropped. Without `script` a newline is only a space (one command written over
+    several lines of a YAML block, which no shell reads)."""
     segments: list[list[tuple[str, int]]] = [[]]
     word: list[str] = []
     start = -1
@@ -405,6 +415,8 @@ def shell_words(text: str) -> list[list[tuple[str, int]]]:
         kind, piece = m.lastgroup, m.group()
         if kind in ("ws", "cont", "comment"):
             end_word()
+            if script and kind == "ws" and "\n" in piece and segments[-1]:
+                segments.append([])  # a newline ends a command in a script (`if ...\nthen`, `export X\nvllm`)
             continue
         if kind == "op":
             end_word()
@@ -426,11 +438,11 @@ def shell_words(text: str) -> list[list[tuple[str, int]]]:
     return segments
 
 
-def shell_tokens(text: str, loc: Loc, style: str) -> list[Token] | None:
+def shell_tokens(text: str, loc: Loc, style: str, script: bool = False) -> list[Token] | None:
     """The tokens of the vLLM command in a shell script (the last `cmd; cmd && cmd` segment that runs
     vLLM), each at its line and column: a `|` block's lines are the file's; a one-line string's
     columns are offsets from where it starts."""
-    segments = shell_words(text)
+    segments = shell_words(text, script)
     runs_vllm = [seg for seg in segments if any(w.rsplit("/", 1)[-1] == "vllm" or "vllm.entrypoints" in w
                                                 for w, _ in seg)]
     if not runs_vllm:
