@@ -395,10 +395,11 @@ def _mentions_vllm(data: Any) -> bool:
     return False
 
 
-def _no_silent_files(docs: list[Document], servers: list, out: Any) -> None:
-    """A file that mentions vLLM but yielded neither a server nor a finding gets one not-understood note,
-    so nothing that names vLLM passes in silence (a Service called vllm, an object of an unknown kind)."""
-    spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed}
+def _no_silent_files(docs: list[Document], servers: list, out: Any, read: set[str] = frozenset()) -> None:
+    """A file that mentions vLLM but yielded neither a server nor a finding, nor was read by a server of
+    another file (`read`: a KServe runtime, a --config ConfigMap), gets one not-understood note, so nothing
+    that names vLLM passes in silence (a Service called vllm, an object of an unknown kind)."""
+    spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed} | read
     for d in docs:
         if d.file in spoken or not _mentions_vllm(d.data):
             continue
@@ -525,7 +526,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
         except Exception as e:  # last line of defence: one server's failure is a finding, the run goes on
             out.add("not-understood", f"internal error evaluating this server ({type(e).__name__}): not checked",
                     s.loc, ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name), s.container)
-    _no_silent_files(docs, servers, out)
+    _no_silent_files(docs, servers, out, {f for s in found for f in s.sources})
     findings, suppressed = sorted(out.findings, key=_order), sorted(out.suppressed, key=_order)
     files = len({d.file for d in docs} | {p.loc.file for p in problems})
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}

@@ -130,6 +130,7 @@ class Server:
     # tokens vLLM's parser would reject ("unrecognized arguments"), with their location
     unknown: list[tuple[UnknownArg, Loc]] = field(default_factory=list)
     flags_release: str | None = None  # the release whose argument parser read the command (None: newest)
+    sources: list[str] = field(default_factory=list)  # other files it was built from (its runtime, a ConfigMap)
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -609,6 +610,7 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
             if t.text == "--config":
                 for val, key, loc in config_file_flags(nxt.text, pod, inputs):
                     dest = key.replace("-", "_")
+                    s.sources.append(loc.file)
                     if dest in BY_DEST:
                         set_flag(s, val, dest, loc)
     pod_scheduling(s, pod)

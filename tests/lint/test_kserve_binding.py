@@ -2,11 +2,16 @@
 selection and container merge), and the runtime-template-unbound finding when none uses them."""
 
 import pytest
+from click.testing import CliRunner
 
+from configurator.cli.main import cli
 from configurator.lint.config import LintConfig, Settings
 from configurator.lint.engine import Options, evaluate
 from configurator.lint.extract import extract_all
 from configurator.lint.load import parse_text
+from tests.conftest import ROOT
+
+DATA = ROOT / "tests" / "lint" / "data"
 
 
 def runtime(name="vllm-rt", kind="ServingRuntime", namespace=None, formats="[{name: vLLM, autoSelect: true}]",
@@ -130,3 +135,28 @@ def test_custom_predictor_storage_uri_env_is_the_model():
             "        env: [{name: STORAGE_URI, value: 'hf://Qwen/Qwen3-8B'}]\n")
     [s], _ = run(text)
     assert s.flags["model"] == "Qwen/Qwen3-8B"
+
+
+def _findings(*names: str) -> tuple[set, int]:
+    import json
+
+    res = CliRunner().invoke(cli, ["check", *(str(DATA / n) for n in names), "--format", "json"])
+    report = json.loads(res.stdout)
+    return {(f["rule"], f["file"].rsplit("/", 1)[-1], f["line"]) for f in report["findings"]}, res.exit_code
+
+
+@pytest.mark.parametrize("name", ["kserve-runtime-template.yaml", "kserve-runtime-bound.yaml"])
+def test_check_reports_each_file_as_its_expect_line_says(name):
+    got, code = _findings(name)
+    head = (DATA / name).read_text().splitlines()[0].split(":", 1)[1].strip()
+    assert got == {(r.split("@")[0], name, int(r.split("@")[1])) for r in head.split(",")}
+    assert code == (1 if "kv-cache-too-small" in head else 0)
+
+
+def test_runtime_in_another_file_binds_and_its_file_is_not_silent():
+    # both runtimes auto-select vLLM at no priority: KServe's tie-break by name picks vllm-cuda-runtime (the
+    # template file's, 16384 tokens: fits), and the other file's runtime is then used by none
+    got, code = _findings("kserve-runtime-template.yaml", "kserve-runtime-bound.yaml")
+    assert {(r, f) for r, f, _ in got} == {("runtime-template-unbound", "kserve-runtime-bound.yaml"),
+                                          ("release-unknown", "kserve-runtime-bound.yaml")}
+    assert code == 0  # no not-understood on the template's file: its runtime was read through the InferenceService

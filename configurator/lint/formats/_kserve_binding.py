@@ -8,7 +8,7 @@ A runtime runs no pod by itself. KServe's controller (kserve/kserve, read at the
   00bd5d0669bef52785a0d4f945a741d91fd59066); without it, the runtimes that are not `disabled` and list the
   model's `modelFormat` (name, and version when the model gives one) among their `supportedModelFormats`
   with `autoSelect: true` are candidates, namespaced ones before cluster ones, each group by the format's
-  `priority` (highest first);
+  `priority` (highest first; then KServe takes the newest, which a manifest does not say: here by name);
 - merges the runtime's container with the model's (utils.go MergeRuntimeContainers): a strategic merge in
   which the InferenceService's fields win (image, command, env by name, resources by key), except `args`,
   which are concatenated, the runtime's first; `{{.Name}}` / `{{.Namespace}}` placeholders in the runtime's
@@ -116,9 +116,9 @@ def select_runtime(isvc: Node, model: Node, runtimes: list[Node]) -> Node | None
                 continue
             ok, priority = _format_entry(r, fmt, version, explicit=False)
             if ok:
-                ranked.append((priority is None, -(priority or 0), i, r))
-        if ranked:
-            return min(ranked, key=lambda x: x[:3])[3]
+                ranked.append((priority is None, -(priority or 0), identity(r)[2], i, r))
+        if ranked:  # KServe: by priority, then newest first, then by name (the input has no creation times)
+            return min(ranked, key=lambda x: x[:4])[4]
     return None
 
 
@@ -164,6 +164,7 @@ def bound_server(isvc: Node, pred: Node, model: Node, b: Binding) -> Server | No
                object_loc=isvc.loc(), image=model.str("image") or rc.str("image"),
                annotations=annotations(b.runtime.mapping("metadata"), isvc.mapping("metadata")))
     s.env = {k: _fill(v, meta) for k, v in {**container_env(rc), **container_env(model)}.items()}
+    s.sources.append(b.runtime.doc.file)
     tokens = container_tokens(argv, s.env)
     if tokens is None:
         return None
