@@ -327,20 +327,76 @@ def argv_items(c: Node, key: str) -> list[tuple[Node, str]]:
 
 
 # Images whose name mentions vLLM but that run no vLLM server: this tool's own image (the webhook and
-# audit Deployments of charts/vllm-configurator-webhook run `vllm-configurator webhook ...`).
+# audit Deployments of charts/vllm-configurator-webhook run `vllm-configurator webhook ...`), and the words
+# that name a component around vLLM rather than the server (production-stack's router, operators).
 NOT_VLLM_IMAGES = frozenset({"vllm-configurator"})
+_NOT_SERVER_WORDS = ("router", "operator", "controller", "webhook", "exporter", "gateway", "proxy", "configurator")
+# vLLM's server entrypoints: `vllm serve` (vllm/entrypoints/cli/main.py) and the modules older manifests run
+# with `python -m` (vllm.entrypoints.openai.api_server, vllm.entrypoints.api_server)
+VLLM_MODULE_PREFIX = "vllm.entrypoints"
+_SERVER_SCRIPTS = ("vllm/entrypoints/openai/api_server.py", "vllm/entrypoints/api_server.py")
+_SHELLS = ("sh", "bash", "zsh", "dash", "ash")
 
 
 def image_names_vllm(image: str) -> bool:
-    """Whether an image reference names vLLM (vllm/vllm-openai, rocm/vllm, .../vllm-runtime), this tool's
-    own image aside."""
+    """Whether an image is a vLLM server image (vllm/vllm-openai, rocm/vllm, lmcache/vllm-openai,
+    kserve/vllmserver, nvcr.io/nvidia/vllm): its repository's last path part names vLLM, and is not this
+    tool's own image or a component around vLLM (a router, an operator). The registry or organisation alone
+    (ghcr.io/vllm-project/...) does not make a server image."""
     repo = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
-    return repo not in NOT_VLLM_IMAGES and "vllm" in image.lower()
+    return "vllm" in repo and repo not in NOT_VLLM_IMAGES and not any(w in repo for w in _NOT_SERVER_WORDS)
+
+
+def argv_words(argv: list[str]) -> list[str]:
+    """A command line as words: an item that is itself a command (`vllm serve m --port 8000`, a `sh -c`
+    script) split as the shell would."""
+    out: list[str] = []
+    for text in argv:
+        if any(ch in text for ch in " \t\n;&|") and not text.startswith("-"):
+            out += [w for seg in shell_words(text, script=True) for w, _ in seg]
+        else:
+            out.append(text)
+    return out
+
+
+def argv_runs_vllm(argv: list[str]) -> bool:
+    """Whether a command line starts a vLLM server: `vllm serve` (the `vllm` program, any path, then
+    `serve`), `python -m vllm.entrypoints...`, or python running vLLM's api_server.py; anywhere in it, so
+    behind `exec`, `uv run`, `env X=1` or in a `sh -c` script. A program that only mentions vLLM
+    (`vllm-configurator webhook`, `curl http://vllm:8000`, `--backend vllm`) does not."""
+    words = argv_words(argv)
+    for i, w in enumerate(words):
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if w.rsplit("/", 1)[-1] == "vllm" and nxt == "serve":
+            return True
+        if w == "-m" and nxt.startswith(VLLM_MODULE_PREFIX):
+            return True
+        if w.startswith("-m" + VLLM_MODULE_PREFIX) or w.endswith(_SERVER_SCRIPTS):
+            return True
+    return False
 
 
 def is_vllm(c: Node, argv: list[tuple[Node, str]]) -> bool:
-    """Whether a container runs vLLM: its image or command names it."""
-    return image_names_vllm(c.str("image") or "") or any("vllm" in t.lower() for _, t in argv)
+    """Whether a container runs a vLLM server: its command line starts one (`vllm serve`, `python -m
+    vllm.entrypoints.openai.api_server`, ...), or it runs a vLLM server image whose entrypoint (`vllm serve`)
+    its `command` does not replace, or replaces with a launcher script the check cannot see into
+    (`/start.sh`, `bash run.sh`: the image's own server is assumed). A `command` that runs another program
+    (this tool, `sleep`, `curl`, a `sh -c` script without vLLM) is not a vLLM server, whatever the image."""
+    texts = [t for _, t in argv]
+    if argv_runs_vllm(texts):
+        return True
+    if not image_names_vllm(c.str("image") or ""):
+        return False
+    command = [t for _, t in argv_items(c, "command")]
+    if not command:
+        return True  # the image's entrypoint runs the server with these args
+    words = argv_words(command)
+    prog = words[0].rsplit("/", 1)[-1] if words else ""
+    if prog in _SHELLS and len(command) > 1 and command[1] == "-c":
+        return False  # a script we can read, and it starts no vLLM server
+    runner = prog in _SHELLS or prog.startswith("python")
+    script = words[1] if runner and len(words) > 1 else words[0] if words else ""
+    return script.endswith((".sh", ".py", ".bash")) and "configurator" not in script
 
 
 def container_env(c: Node) -> dict[str, str]:
@@ -364,8 +420,7 @@ def container_tokens(argv: list[tuple[Node, str]], env: dict[str, str]) -> list[
         if style == "|":
             style += str(node.doc.indent(node.path))
         items.append((Token(_expand(text, env), node.loc()), style))
-    shells = ("sh", "bash", "zsh", "dash")
-    if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in shells and items[1][0].text == "-c":
+    if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in _SHELLS and items[1][0].text == "-c":
         tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1], script=True)
         if tokens is None:
             return None
