@@ -20,7 +20,7 @@ from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.config import LintConfig, Settings
-from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release
+from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release, ngc_tag
 from configurator.lint.load import Document, Problem
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
 
@@ -235,10 +235,11 @@ def _release(server: Server, opts: Options) -> Release:
             return Release(_normalize(chosen), "--vllm-version / config vllm_version")
         if tag.startswith("latest") or not image:  # latest, latest-gpu: the newest release
             return Release(NEWEST, f"image tag '{tag}' (the newest modelled release)")
+        what = (f"image tag '{tag}' is an NGC container release (year.month), not a vLLM release, and names "
+                f"none" if ngc_tag(image) else f"image tag '{tag}' names no vLLM release")
         return Release(NEWEST, f"image {image}", problem="unknown",
-                       message=f"image tag '{tag}' names no vLLM release: evaluated as {NEWEST}, the newest "
-                               f"modelled release, with its defaults (set --vllm-version or vllm_version in "
-                               f".vllm-configurator.yaml to choose)")
+                       message=f"{what}: evaluated as {NEWEST}, the newest modelled release, with its defaults (set "
+                               f"--vllm-version or vllm_version in .vllm-configurator.yaml to choose)")
     try:
         key = _key(re.split(r"[+\-]", named.lower().lstrip("v"))[0])
     except ValueError:

@@ -40,16 +40,30 @@ _VLLM_IN_TAG = re.compile(r"vllm[-_.]?v?(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE
 _VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2})(?:$|[-+._])")
 
 
+# NVIDIA NGC containers (nvcr.io/nvidia/vllm:25.09-py3) are tagged with the container's own release, year
+# and month, not with the vLLM release inside; no mapping is read here (none with a citable source is in
+# the repository), so such a tag names no vLLM release.
+_NGC_TAG = re.compile(r"^\d{2}\.\d{2}(?:\.\d+)?(?:-[a-z0-9]+)*$")
+NGC_REGISTRY = "nvcr.io/"
+
+
+def ngc_tag(image: str) -> bool:
+    """Whether an image is an NGC container with a year.month release tag (`nvcr.io/nvidia/vllm:25.09-py3`)."""
+    tag = image.rsplit("/", 1)[-1].split("@", 1)[0].partition(":")[2]
+    return image.lower().startswith(NGC_REGISTRY) and bool(_NGC_TAG.match(tag))
+
+
 @lru_cache(maxsize=1024)
 def image_release(image: str) -> tuple[str | None, str]:
     """(the vLLM release an image tag names, the tag); None when it names none. `vllm/vllm-openai:v0.8.5`
-    -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None."""
+    -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None;
+    `nvcr.io/nvidia/vllm:25.09-py3` -> None (an NGC container release, not vLLM's)."""
     last = image.rsplit("/", 1)[-1].split("@", 1)[0]
     tag = last.partition(":")[2]
     if not tag:
         return None, "latest"
     m = _VLLM_IN_TAG.search(tag)
-    if m is None and "vllm" in image.lower():
+    if m is None and "vllm" in image.lower() and not ngc_tag(image):
         m = _VERSION_TAG.match(tag)
     return (m.group(1) if m else None), tag
 
