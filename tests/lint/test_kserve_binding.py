@@ -149,8 +149,19 @@ def _findings(*names: str) -> tuple[set, int]:
 def test_check_reports_each_file_as_its_expect_line_says(name):
     got, code = _findings(name)
     head = (DATA / name).read_text().splitlines()[0].split(":", 1)[1].strip()
-    assert got == {(r.split("@")[0], name, int(r.split("@")[1])) for r in head.split(",")}
-    assert code == (1 if "kv-cache-too-small" in head else 0)
+    want = set() if head == "clean" else {(r.split("@")[0], name, int(r.split("@")[1])) for r in head.split(",")}
+    assert got == want and code == 0
+
+
+def test_bound_server_is_checked_with_the_runtimes_flags_and_the_services_model_and_gpu():
+    import json
+
+    res = CliRunner().invoke(cli, ["check", str(DATA / "kserve-runtime-bound.yaml"), "--format", "json"])
+    [s] = json.loads(res.stdout)["servers"]
+    assert (s["object"]["kind"], s["model"], s["gpu"], s["gpu_count"], s["vllm_version"]) == (
+        "InferenceService", "Qwen/Qwen3-8B", "l4", 1, "0.11.0")
+    assert s["flags"]["max_model_len"] == 16384 and s["flags"]["max_num_seqs"] == 64  # runtime's, service's
+    assert s["verdict"] == "fits"
 
 
 def test_runtime_in_another_file_binds_and_its_file_is_not_silent():
