@@ -171,3 +171,14 @@ def test_runtime_in_another_file_binds_and_its_file_is_not_silent():
     assert {(r, f) for r, f, _ in got} == {("runtime-template-unbound", "kserve-runtime-bound.yaml"),
                                           ("release-unknown", "kserve-runtime-bound.yaml")}
     assert code == 0  # no not-understood on the template's file: its runtime was read through the InferenceService
+
+
+def test_unbound_template_is_in_sarif_rules_and_results():
+    import json
+
+    res = CliRunner().invoke(cli, ["check", str(DATA / "kserve-runtime-template.yaml"), "--format", "sarif"])
+    run = json.loads(res.stdout)["runs"][0]
+    assert "runtime-template-unbound" in {r["id"] for r in run["tool"]["driver"]["rules"]}
+    [result] = run["results"]
+    assert result["ruleId"] == "runtime-template-unbound" and result["level"] == "note"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 21
