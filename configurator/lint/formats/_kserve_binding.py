@@ -83,40 +83,57 @@ def _same_namespace(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b  # unset: the namespace `kubectl apply` uses for both
 
 
-def _format_entry(runtime: Node, name: str, version: str | None, explicit: bool) -> tuple[bool, int | None]:
-    """(supports the model format, its priority) as KServe's RuntimeSupportsModel reads supportedModelFormats."""
-    for f in runtime.mappings("spec", "supportedModelFormats"):
-        if f.str("name") != name or not (explicit or f.bool("autoSelect") is True):
-            continue
-        if version is not None and f.text("version") != version:
-            continue
-        return True, f.int("priority")
-    return False, None
+@dataclass(frozen=True)
+class _Runtime:
+    """What selection reads of one runtime of the input (read once per run)."""
+
+    node: Node
+    container: Node  # its vLLM container
+    kind: str
+    namespace: str | None
+    name: str
+    disabled: bool
+    formats: tuple[tuple[str, str | None, bool, int | None], ...]  # (name, version, autoSelect, priority)
+
+    @classmethod
+    def of(cls, r: Node) -> _Runtime | None:
+        c = vllm_container(r)
+        if c is None:
+            return None  # runs no vLLM: not ours to bind (a Hugging Face runtime reads its own way)
+        kind, namespace, name = identity(r)
+        formats = tuple((f.str("name") or "", f.text("version"), f.bool("autoSelect") is True, f.int("priority"))
+                        for f in r.mappings("spec", "supportedModelFormats"))
+        return cls(r, c, kind, namespace, name, r.bool("spec", "disabled") is True, formats)
+
+    def priority(self, fmt: str, version: str | None) -> tuple[bool, int | None]:
+        """(auto-selects the model format, its priority), as KServe's RuntimeSupportsModel reads
+        supportedModelFormats when the InferenceService names no runtime."""
+        for name, v, auto, priority in self.formats:
+            if name == fmt and auto and (version is None or v == version):
+                return True, priority
+        return False, None
 
 
-def select_runtime(isvc: Node, model: Node, runtimes: list[Node]) -> Node | None:
-    """The runtime of the input KServe would use for this predictor.model, or None."""
+def select_runtime(isvc: Node, model: Node, by_name: dict[str, list[_Runtime]],
+                   by_format: dict[str, list[_Runtime]]) -> _Runtime | None:
+    """The vLLM runtime of the input KServe would use for this predictor.model, or None."""
     _, namespace, _ = identity(isvc)
     named = model.str("runtime")
     fmt = model.str("modelFormat", "name")
     version = model.text("modelFormat", "version")
+    candidates = by_name.get(named, []) if named else by_format.get(fmt or "", [])
     for kind in RUNTIMES:
-        group = [r for r in runtimes if r.str("kind") == kind
-                 and (kind == "ClusterServingRuntime" or _same_namespace(identity(r)[1], namespace))]
+        group = [r for r in candidates if r.kind == kind
+                 and (kind == "ClusterServingRuntime" or _same_namespace(r.namespace, namespace))]
         if named:
-            hit = next((r for r in group if identity(r)[2] == named), None)
-            if hit is not None:
-                return hit
+            if group:
+                return group[-1]  # the same name twice: the later one is what `kubectl apply` leaves
             continue
-        if not fmt:
-            return None
         ranked = []
         for i, r in enumerate(group):
-            if r.bool("spec", "disabled") is True:
-                continue
-            ok, priority = _format_entry(r, fmt, version, explicit=False)
-            if ok:
-                ranked.append((priority is None, -(priority or 0), identity(r)[2], i, r))
+            ok, priority = r.priority(fmt or "", version)
+            if ok and not r.disabled:
+                ranked.append((priority is None, -(priority or 0), r.name, i, r))
         if ranked:  # KServe: by priority, then newest first, then by name (the input has no creation times)
             return min(ranked, key=lambda x: x[:4])[4]
     return None
@@ -129,20 +146,25 @@ def bindings(inputs: Inputs) -> dict[int, Binding]:
         return inputs.memo[_MEMO]
     runtimes, services = [], []
     for d in inputs.docs:
-        if isinstance(d.data, dict) and d.data.get("kind") in RUNTIMES:
+        kind = d.data.get("kind") if isinstance(d.data, dict) else None
+        if kind in RUNTIMES:
             runtimes.append(Node.of(d))
-        elif isinstance(d.data, dict) and d.data.get("kind") == "InferenceService":
+        elif kind == "InferenceService":
             services.append(Node.of(d))
     out: dict[int, Binding] = {}
     if runtimes and services:
-        containers = {id(r.doc): vllm_container(r) for r in runtimes}
+        by_name: dict[str, list[_Runtime]] = {}
+        by_format: dict[str, list[_Runtime]] = {}
+        for r in filter(None, map(_Runtime.of, runtimes)):
+            by_name.setdefault(r.name, []).append(r)
+            for fmt in {f[0] for f in r.formats}:
+                by_format.setdefault(fmt, []).append(r)
         for isvc in services:
             model = isvc.mapping("spec", "predictor", "model")
-            rt = select_runtime(isvc, model, runtimes) if model is not None else None
-            c = containers.get(id(rt.doc)) if rt is not None else None
-            if rt is not None and c is not None:
-                out[id(isvc.doc)] = Binding(rt, c)
-                inputs.consumed.add(id(rt.doc))
+            rt = select_runtime(isvc, model, by_name, by_format) if model is not None else None
+            if rt is not None:
+                out[id(isvc.doc)] = Binding(rt.node, rt.container)
+                inputs.consumed.add(id(rt.node.doc))
     inputs.memo[_MEMO] = out
     return out
 
