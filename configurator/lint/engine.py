@@ -20,7 +20,7 @@ from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.config import LintConfig, Settings
-from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release
+from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release, ngc_tag
 from configurator.lint.load import Document, Problem
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
 
@@ -169,7 +169,11 @@ def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None,
                     result = (load_local(cand), None)
                     cache[key] = result
                     return result
-        if not local_ok and _on_this_machine(name):
+        if not local_ok and "://" in name:  # pvc://, s3://, gs:// (KServe storageUri): a location, not a model
+            result = (None, f"model '{name}' is a storage location, which names no model offline; map it with "
+                            f"`models: {{\"{name}\": <model id or config.json>}}` in .vllm-configurator.yaml, the "
+                            f"{MODEL_ANNOTATION} annotation, or --model-config '{name}=PATH'")
+        elif not local_ok and _on_this_machine(name):
             from configurator.admission.models import catalog_resolver
 
             try:  # the catalog alone: a Hub-shaped id that is also a folder here still finds its profile
@@ -231,10 +235,11 @@ def _release(server: Server, opts: Options) -> Release:
             return Release(_normalize(chosen), "--vllm-version / config vllm_version")
         if tag.startswith("latest") or not image:  # latest, latest-gpu: the newest release
             return Release(NEWEST, f"image tag '{tag}' (the newest modelled release)")
+        what = (f"image tag '{tag}' is an NGC container release (year.month), not a vLLM release, and names "
+                f"none" if ngc_tag(image) else f"image tag '{tag}' names no vLLM release")
         return Release(NEWEST, f"image {image}", problem="unknown",
-                       message=f"image tag '{tag}' names no vLLM release: evaluated as {NEWEST}, the newest "
-                               f"modelled release, with its defaults (set --vllm-version or vllm_version in "
-                               f".vllm-configurator.yaml to choose)")
+                       message=f"{what}: evaluated as {NEWEST}, the newest modelled release, with its defaults (set "
+                               f"--vllm-version or vllm_version in .vllm-configurator.yaml to choose)")
     try:
         key = _key(re.split(r"[+\-]", named.lower().lstrip("v"))[0])
     except ValueError:
@@ -391,10 +396,11 @@ def _mentions_vllm(data: Any) -> bool:
     return False
 
 
-def _no_silent_files(docs: list[Document], servers: list, out: Any) -> None:
-    """A file that mentions vLLM but yielded neither a server nor a finding gets one not-understood note,
-    so nothing that names vLLM passes in silence (a Service called vllm, an object of an unknown kind)."""
-    spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed}
+def _no_silent_files(docs: list[Document], servers: list, out: Any, read: set[str] = frozenset()) -> None:
+    """A file that mentions vLLM but yielded neither a server nor a finding, nor was read by a server of
+    another file (`read`: a KServe runtime, a --config ConfigMap), gets one not-understood note, so nothing
+    that names vLLM passes in silence (a Service called vllm, an object of an unknown kind)."""
+    spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed} | read
     for d in docs:
         if d.file in spoken or not _mentions_vllm(d.data):
             continue
@@ -427,7 +433,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     enabled = [r for r in REGISTRY.values() if out.severity(r.id) != "off"]  # once per run, not per server
     found, not_understood = extract_all(docs, opts.vllm_version)
     for nu in not_understood:
-        out.add("not-understood", nu.reason, nu.loc, ObjectRef(kind=nu.kind, name=nu.name))
+        out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,
+                ObjectRef(kind=nu.kind, name=nu.name))
     dirs = opts.model_config_dirs + tuple(settings.config.model_config_dirs)
     for s in found:
         try:
@@ -520,12 +527,13 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
         except Exception as e:  # last line of defence: one server's failure is a finding, the run goes on
             out.add("not-understood", f"internal error evaluating this server ({type(e).__name__}): not checked",
                     s.loc, ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name), s.container)
-    _no_silent_files(docs, servers, out)
+    _no_silent_files(docs, servers, out, {f for s in found for f in s.sources})
     findings, suppressed = sorted(out.findings, key=_order), sorted(out.suppressed, key=_order)
     files = len({d.file for d in docs} | {p.loc.file for p in problems})
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
     summary = Summary(files=files, servers_found=len(servers),
                       servers_checked=sum(1 for x in servers if x.verdict != "not-checked"),
-                      not_understood=len(not_understood), errors=counts["error"], warnings=counts["warning"],
+                      not_understood=sum(nu.rule == "not-understood" for nu in not_understood),
+                      errors=counts["error"], warnings=counts["warning"],
                       info=counts["info"], suppressed=len(suppressed))
     return CheckReport(findings=findings, suppressed=suppressed, servers=servers, files=files, summary=summary)

@@ -40,16 +40,30 @@ _VLLM_IN_TAG = re.compile(r"vllm[-_.]?v?(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE
 _VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2})(?:$|[-+._])")
 
 
+# NVIDIA NGC containers (nvcr.io/nvidia/vllm:25.09-py3) are tagged with the container's own release, year
+# and month, not with the vLLM release inside; no mapping is read here (none with a citable source is in
+# the repository), so such a tag names no vLLM release.
+_NGC_TAG = re.compile(r"^\d{2}\.\d{2}(?:\.\d+)?(?:-[a-z0-9]+)*$")
+NGC_REGISTRY = "nvcr.io/"
+
+
+def ngc_tag(image: str) -> bool:
+    """Whether an image is an NGC container with a year.month release tag (`nvcr.io/nvidia/vllm:25.09-py3`)."""
+    tag = image.rsplit("/", 1)[-1].split("@", 1)[0].partition(":")[2]
+    return image.lower().startswith(NGC_REGISTRY) and bool(_NGC_TAG.match(tag))
+
+
 @lru_cache(maxsize=1024)
 def image_release(image: str) -> tuple[str | None, str]:
     """(the vLLM release an image tag names, the tag); None when it names none. `vllm/vllm-openai:v0.8.5`
-    -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None."""
+    -> 0.8.5; `rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521` -> 0.8.5 (not the ROCm version); `latest` -> None;
+    `nvcr.io/nvidia/vllm:25.09-py3` -> None (an NGC container release, not vLLM's)."""
     last = image.rsplit("/", 1)[-1].split("@", 1)[0]
     tag = last.partition(":")[2]
     if not tag:
         return None, "latest"
     m = _VLLM_IN_TAG.search(tag)
-    if m is None and "vllm" in image.lower():
+    if m is None and "vllm" in image.lower() and not ngc_tag(image):
         m = _VERSION_TAG.match(tag)
     return (m.group(1) if m else None), tag
 
@@ -130,6 +144,7 @@ class Server:
     # tokens vLLM's parser would reject ("unrecognized arguments"), with their location
     unknown: list[tuple[UnknownArg, Loc]] = field(default_factory=list)
     flags_release: str | None = None  # the release whose argument parser read the command (None: newest)
+    sources: list[str] = field(default_factory=list)  # other files it was built from (its runtime, a ConfigMap)
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -144,16 +159,24 @@ class NotUnderstood:
     kind: str
     name: str
     reason: str
+    rule: str = "not-understood"  # the rule it is reported under (runtime-template-unbound: a template)
 
 
 @dataclass
 class Inputs:
     """What an extractor may look up beyond its own object: the other documents of the run (a
-    ConfigMap named by `--config`), and which of them a server consumed."""
+    ConfigMap named by `--config`, the ServingRuntime an InferenceService uses), which of them a
+    server consumed, and findings an extractor makes about an object instead of a server."""
 
     docs: list[Document]
     by_name: dict[tuple[str, str], Node] = field(default_factory=dict)
     consumed: set[int] = field(default_factory=set)  # id() of documents a server read
+    notices: dict[int, list[NotUnderstood]] = field(default_factory=dict)  # id(document) -> its findings
+    memo: dict[str, Any] = field(default_factory=dict)  # what a format computes once per run (its own key)
+
+    def notice(self, doc: Document, finding: NotUnderstood) -> None:
+        """A finding on an object that yields no server (an unbound runtime template), reported with it."""
+        self.notices.setdefault(id(doc), []).append(finding)
 
     @classmethod
     def of(cls, docs: list[Document]) -> Inputs:
@@ -318,20 +341,76 @@ def argv_items(c: Node, key: str) -> list[tuple[Node, str]]:
 
 
 # Images whose name mentions vLLM but that run no vLLM server: this tool's own image (the webhook and
-# audit Deployments of charts/vllm-configurator-webhook run `vllm-configurator webhook ...`).
+# audit Deployments of charts/vllm-configurator-webhook run `vllm-configurator webhook ...`), and the words
+# that name a component around vLLM rather than the server (production-stack's router, operators).
 NOT_VLLM_IMAGES = frozenset({"vllm-configurator"})
+_NOT_SERVER_WORDS = ("router", "operator", "controller", "webhook", "exporter", "gateway", "proxy", "configurator")
+# vLLM's server entrypoints: `vllm serve` (vllm/entrypoints/cli/main.py) and the modules older manifests run
+# with `python -m` (vllm.entrypoints.openai.api_server, vllm.entrypoints.api_server)
+VLLM_MODULE_PREFIX = "vllm.entrypoints"
+_SERVER_SCRIPTS = ("vllm/entrypoints/openai/api_server.py", "vllm/entrypoints/api_server.py")
+_SHELLS = ("sh", "bash", "zsh", "dash", "ash")
 
 
 def image_names_vllm(image: str) -> bool:
-    """Whether an image reference names vLLM (vllm/vllm-openai, rocm/vllm, .../vllm-runtime), this tool's
-    own image aside."""
+    """Whether an image is a vLLM server image (vllm/vllm-openai, rocm/vllm, lmcache/vllm-openai,
+    kserve/vllmserver, nvcr.io/nvidia/vllm): its repository's last path part names vLLM, and is not this
+    tool's own image or a component around vLLM (a router, an operator). The registry or organisation alone
+    (ghcr.io/vllm-project/...) does not make a server image."""
     repo = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
-    return repo not in NOT_VLLM_IMAGES and "vllm" in image.lower()
+    return "vllm" in repo and repo not in NOT_VLLM_IMAGES and not any(w in repo for w in _NOT_SERVER_WORDS)
+
+
+def argv_words(argv: list[str]) -> list[str]:
+    """A command line as words: an item that is itself a command (`vllm serve m --port 8000`, a `sh -c`
+    script) split as the shell would."""
+    out: list[str] = []
+    for text in argv:
+        if any(ch in text for ch in " \t\n;&|") and not text.startswith("-"):
+            out += [w for seg in shell_words(text, script=True) for w, _ in seg]
+        else:
+            out.append(text)
+    return out
+
+
+def argv_runs_vllm(argv: list[str]) -> bool:
+    """Whether a command line starts a vLLM server: `vllm serve` (the `vllm` program, any path, then
+    `serve`), `python -m vllm.entrypoints...`, or python running vLLM's api_server.py; anywhere in it, so
+    behind `exec`, `uv run`, `env X=1` or in a `sh -c` script. A program that only mentions vLLM
+    (`vllm-configurator webhook`, `curl http://vllm:8000`, `--backend vllm`) does not."""
+    words = argv_words(argv)
+    for i, w in enumerate(words):
+        nxt = words[i + 1] if i + 1 < len(words) else ""
+        if w.rsplit("/", 1)[-1] == "vllm" and nxt == "serve":
+            return True
+        if w == "-m" and nxt.startswith(VLLM_MODULE_PREFIX):
+            return True
+        if w.startswith("-m" + VLLM_MODULE_PREFIX) or w.endswith(_SERVER_SCRIPTS):
+            return True
+    return False
 
 
 def is_vllm(c: Node, argv: list[tuple[Node, str]]) -> bool:
-    """Whether a container runs vLLM: its image or command names it."""
-    return image_names_vllm(c.str("image") or "") or any("vllm" in t.lower() for _, t in argv)
+    """Whether a container runs a vLLM server: its command line starts one (`vllm serve`, `python -m
+    vllm.entrypoints.openai.api_server`, ...), or it runs a vLLM server image whose entrypoint (`vllm serve`)
+    its `command` does not replace, or replaces with a launcher script the check cannot see into
+    (`/start.sh`, `bash run.sh`: the image's own server is assumed). A `command` that runs another program
+    (this tool, `sleep`, `curl`, a `sh -c` script without vLLM) is not a vLLM server, whatever the image."""
+    texts = [t for _, t in argv]
+    if argv_runs_vllm(texts):
+        return True
+    if not image_names_vllm(c.str("image") or ""):
+        return False
+    command = [t for _, t in argv_items(c, "command")]
+    if not command:
+        return True  # the image's entrypoint runs the server with these args
+    words = argv_words(command)
+    prog = words[0].rsplit("/", 1)[-1] if words else ""
+    if prog in _SHELLS and len(command) > 1 and command[1] == "-c":
+        return False  # a script we can read, and it starts no vLLM server
+    runner = prog in _SHELLS or prog.startswith("python")
+    script = words[1] if runner and len(words) > 1 else words[0] if words else ""
+    return script.endswith((".sh", ".py", ".bash")) and "configurator" not in script
 
 
 def container_env(c: Node) -> dict[str, str]:
@@ -355,9 +434,8 @@ def container_tokens(argv: list[tuple[Node, str]], env: dict[str, str]) -> list[
         if style == "|":
             style += str(node.doc.indent(node.path))
         items.append((Token(_expand(text, env), node.loc()), style))
-    shells = ("sh", "bash", "zsh", "dash")
-    if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in shells and items[1][0].text == "-c":
-        tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1])
+    if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in _SHELLS and items[1][0].text == "-c":
+        tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1], script=True)
         if tokens is None:
             return None
         positional = [t for t, _ in items[4:]]  # items[3] is $0; "$@" is what follows it
@@ -388,9 +466,11 @@ _SH = re.compile(r"""
 _DQ_ESCAPE = re.compile(r"\\([\\\"$`\n])")
 
 
-def shell_words(text: str) -> list[list[tuple[str, int]]]:
-    """A shell script as segments (split at ; && || |) of (word, offset of its first character),
-    in linear time. Quotes and backslashes are removed as the shell would; comments dropped."""
+def shell_words(text: str, script: bool = False) -> list[list[tuple[str, int]]]:
+    """A shell script as segments (split at ; && || |, and with `script` at a newline, as `sh -c` does)
+    of (word, offset of its first character), in linear time. Quotes and backslashes are removed as the
+    shell would; comments dropped. Without `script` a newline is only a space (one command written over
+    several lines of a YAML block, which no shell reads)."""
     segments: list[list[tuple[str, int]]] = [[]]
     word: list[str] = []
     start = -1
@@ -405,6 +485,8 @@ def shell_words(text: str) -> list[list[tuple[str, int]]]:
         kind, piece = m.lastgroup, m.group()
         if kind in ("ws", "cont", "comment"):
             end_word()
+            if script and kind == "ws" and "\n" in piece and segments[-1]:
+                segments.append([])  # a newline ends a command in a script (`if ...\nthen`, `export X\nvllm`)
             continue
         if kind == "op":
             end_word()
@@ -426,11 +508,11 @@ def shell_words(text: str) -> list[list[tuple[str, int]]]:
     return segments
 
 
-def shell_tokens(text: str, loc: Loc, style: str) -> list[Token] | None:
+def shell_tokens(text: str, loc: Loc, style: str, script: bool = False) -> list[Token] | None:
     """The tokens of the vLLM command in a shell script (the last `cmd; cmd && cmd` segment that runs
     vLLM), each at its line and column: a `|` block's lines are the file's; a one-line string's
     columns are offsets from where it starts."""
-    segments = shell_words(text)
+    segments = shell_words(text, script)
     runs_vllm = [seg for seg in segments if any(w.rsplit("/", 1)[-1] == "vllm" or "vllm.entrypoints" in w
                                                 for w, _ in seg)]
     if not runs_vllm:
@@ -597,6 +679,7 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
             if t.text == "--config":
                 for val, key, loc in config_file_flags(nxt.text, pod, inputs):
                     dest = key.replace("-", "_")
+                    s.sources.append(loc.file)
                     if dest in BY_DEST:
                         set_flag(s, val, dest, loc)
     pod_scheduling(s, pod)

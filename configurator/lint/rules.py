@@ -142,6 +142,17 @@ REGISTRY["not-understood"] = Rule(
     "understand in silence is worse than none.",
     "Render it first (helm template, kubectl kustomize), or report the format so it can be read.",
     lambda ctx: iter(()))
+REGISTRY["runtime-template-unbound"] = Rule(
+    "runtime-template-unbound", "A KServe runtime template no InferenceService in the input uses", "info",
+    "A ServingRuntime or ClusterServingRuntime runs no pod by itself: KServe merges its container into the pod "
+    "of each InferenceService that selects it (spec.predictor.model.runtime, or an auto-selected modelFormat), "
+    "and the model is the InferenceService's storageUri, downloaded to /mnt/models. A runtime whose vLLM command "
+    "serves /mnt/models or a ${MODEL} placeholder has no model of its own, so its memory can only be checked "
+    "together with an InferenceService that uses it; with none in the input it is reported here, not judged.",
+    "Check the runtime together with the InferenceServices that use it (`check runtime.yaml isvc.yaml`); their "
+    "storageUri (hf://org/name, or a pvc:// / s3:// URI mapped with models: in .vllm-configurator.yaml) names "
+    "the model.",
+    lambda ctx: iter(()))
 
 
 @rule("kv-cache-too-small", "max_model_len does not fit the KV cache", "error",

@@ -354,3 +354,105 @@ def test_config_schema_is_generated_from_the_model():
 
     assert (ROOT / "schemas" / "lint-config.schema.json").read_text() == render("lint-config.schema.json")
     assert "ignorePaths" in LintConfig.model_json_schema()["properties"]
+
+
+# -- the collector settings: check many times in one process (tests, the webhook) ---------------------
+
+def test_check_restores_the_callers_collector_settings(run_cli):
+    import gc
+
+    before = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
+    for _ in range(2):
+        assert run_cli("check", str(CORPUS / "docs-example-ok.yaml")).exit_code == 0
+        assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+    gc.disable()
+    try:  # a caller that turned the collector off keeps it off
+        run_cli("check", str(CORPUS / "docs-example-ok.yaml"))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_check_keeps_objects_the_caller_froze():
+    import gc
+
+    from configurator.cli.check import _fewer_collections
+
+    gc.freeze()  # a server freezes what it loaded at start-up
+    try:
+        frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
+        with _fewer_collections():
+            with _fewer_collections():  # nested: only the outermost changes anything
+                assert gc.get_threshold() == (50_000, 20, 100)
+            assert gc.get_threshold() == (50_000, 20, 100)  # the inner one did not restore early
+        assert gc.get_freeze_count() >= frozen and gc.get_threshold() == threshold
+    finally:
+        gc.unfreeze()
+
+
+def test_check_from_threads_restores_once_all_are_done():
+    import gc
+    import threading
+
+    from configurator.cli.check import _fewer_collections
+
+    threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
+    entered, release = threading.Barrier(3), threading.Event()
+
+    def run():
+        with _fewer_collections():
+            entered.wait(timeout=30)
+            release.wait(timeout=30)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    entered.wait(timeout=30)
+    assert gc.get_threshold() == (50_000, 20, 100) and gc.get_freeze_count() > 0
+    release.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert gc.get_threshold() == threshold and (gc.get_freeze_count() == 0 or frozen > 0)
+
+
+# -- `kubectl vllm-check`: the usage names the command the user typed ------------------------------
+
+def _plugin_exe() -> str:
+    import shutil
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).parent / "kubectl-vllm_check"
+    found = str(exe) if exe.exists() else shutil.which("kubectl-vllm_check")
+    assert found, "kubectl-vllm_check is not installed (pip install -e .)"
+    return found
+
+
+def test_kubectl_plugin_help_names_kubectl_vllm_check():
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from tests.emit_support import tools
+
+    exe = _plugin_exe()
+    env = {**os.environ, "PATH": f"{Path(exe).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("VLLM_CONFIGURATOR_PROG_NAME", None)
+    for argv in ([tools().kubectl, "vllm-check", "--help"], [exe, "--help"],
+                 ["sh", str(ROOT / "plugins" / "kubectl-vllm_check"), "--help"]):  # the krew launcher
+        res = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+        assert res.returncode == 0 and res.stdout.startswith("Usage: kubectl vllm-check [OPTIONS] PATHS..."), argv
+        assert "vllm-configurator check [OPTIONS]" not in res.stdout
+    bad = subprocess.run([tools().kubectl, "vllm-check", "--format", "nope", "x.yaml"], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "Try 'kubectl vllm-check --help' for help." in bad.stderr
+
+
+def test_vllm_configurator_check_help_keeps_its_own_name(run_cli, monkeypatch):
+    monkeypatch.delenv("VLLM_CONFIGURATOR_PROG_NAME", raising=False)
+    res = run_cli("check", "--help")  # (the test runner names the group `cli`)
+    assert "check [OPTIONS] PATHS..." in res.stdout and "kubectl vllm-check [OPTIONS]" not in res.stdout
+    monkeypatch.setenv("VLLM_CONFIGURATOR_PROG_NAME", "rm -rf")  # only the plugin's own name is taken
+    assert "Usage: rm -rf" not in run_cli("check", "--help").stdout
+    monkeypatch.setenv("VLLM_CONFIGURATOR_PROG_NAME", "kubectl vllm-check")  # as the krew launcher sets it
+    assert run_cli("check", "--help").stdout.startswith("Usage: kubectl vllm-check [OPTIONS] PATHS...")

@@ -82,7 +82,7 @@ def test_runtime_options_are_not_read_as_vllm_flags():
 
 
 @pytest.mark.parametrize(("rel", "reason"), [
-    ("kserve-kserve/kserve-vllmserver.yaml", "takes its model from the InferenceService"),
+    ("kserve-kserve/kserve-vllmserver.yaml", "is a template"),
     ("awslabs-ai-on-eks/values.yaml", "inference.framework: not set"),
     ("kserve-website/hf-python_runtime.yaml", "mentions vLLM"),
 ])

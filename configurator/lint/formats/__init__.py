@@ -145,6 +145,10 @@ def dispatch(docs: list[Document]):
         if failure:
             out.append(NotUnderstood(obj.loc(), kind, name, failure))
             continue
+        notices = inputs.notices.get(id(obj.doc), [])
+        if notices:  # the format said what the object is (a runtime template no InferenceService here uses)
+            out += notices + [NotUnderstood(n.loc, kind, name, n.message) for n in obj.notes]
+            continue
         if not found and (kind in NO_SERVER_KINDS or id(obj.doc) in inputs.consumed or (
                 not mentions_vllm(obj.value) and (fmt is None or not len(obj.notes)))):
             continue  # not about vLLM (nor a format we read with a value we could not): not our business

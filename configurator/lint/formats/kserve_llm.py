@@ -1,7 +1,9 @@
-"""KServe InferenceServices that serve an LLM through a runtime rather than a vLLM container of their
-own: the Hugging Face runtime (`modelFormat: huggingface`, or a `kserve/huggingfaceserver` container)
-and the vLLM runtime (`modelFormat: vLLM`); and ServingRuntimes whose vLLM command takes its model from
-the InferenceService (`vllm serve ${MODEL}`), which are reported as such instead of read as a server.
+"""KServe InferenceServices, ServingRuntimes and ClusterServingRuntimes. An InferenceService runs on a
+vLLM runtime of the input when it uses one (_kserve_binding.py: KServe's selection and container merge);
+else on the Hugging Face runtime (`modelFormat: huggingface`, or a `kserve/huggingfaceserver` container)
+or KServe's built-in vLLM runtime (`modelFormat: vLLM`); else its own vLLM containers. A runtime that no
+InferenceService of the input uses and whose command serves the InferenceService's model (/mnt/models,
+`vllm serve ${MODEL}`) is reported as `runtime-template-unbound` instead of read as a server.
 
 The Hugging Face runtime (python/huggingfaceserver/huggingfaceserver/__main__.py) serves with vLLM
 when `--backend` is `auto` (the default) or `vllm` and vLLM supports the model; `--backend
@@ -29,11 +31,15 @@ from configurator.lint.extract import (
 )
 from configurator.lint.formats import register
 from configurator.lint.formats._common import model_from_uri, new_server, set_model, tokens
+from configurator.lint.formats._kserve_binding import bindings, bound_server, template_model, unbound_notice
 from configurator.lint.shape import Node
 
 RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
 _MODEL = re.compile(r"^[\w./:@+-]+$")  # a Hugging Face id or a path; not `${MODEL}` or shell syntax
 HF_IMAGE = "huggingfaceserver"
+# A custom predictor's model location (kserve/kserve pkg/apis/serving/v1beta1/predictor_custom.go @
+# cce137ba6e50552481a14b11c9df71df82b98bc2, GetStorageUri: the env var of the container kserve-container)
+STORAGE_URI_ENV = "STORAGE_URI"
 # Options of the Hugging Face runtime and of KServe's model server, not vLLM's (huggingfaceserver
 # __main__.py and kserve/model_server.py): (takes a value?)
 HF_OPTIONS = {
@@ -62,11 +68,8 @@ def recognise(obj: Node) -> bool:
         return True
     if kind != "InferenceService":
         return False
-    pred = obj.mapping("spec", "predictor")
-    if pred is None:
-        return False
-    return _format(pred.mapping("model")) in ("huggingface", "vllm") or any(
-        _is_hf_container(c) for c in pred.mappings("containers"))
+    # every InferenceService with a predictor: its model may run on a vLLM ServingRuntime of the input
+    return obj.mapping("spec", "predictor") is not None
 
 
 def _split(argv: list[Token]) -> tuple[dict[str, Token], list[Token]]:
@@ -103,29 +106,37 @@ def _runtime_server(obj: Node, pod: Node, c: Node, *, hf: bool) -> Server | None
     apply_tokens(s, rest)
     model_id = own.get("--model_id")
     uri = c.str("storageUri") or pod.str("model", "storageUri")
+    uri_loc = c.loc("storageUri") if c.has("storageUri") else c.loc()
     if model_id is not None:
         set_model(s, model_id.text, model_id.loc)
     elif model_from_uri(uri):
-        set_model(s, model_from_uri(uri), c.loc("storageUri") if c.has("storageUri") else c.loc())
+        set_model(s, model_from_uri(uri), uri_loc)
     elif "--model_dir" in own:
         set_model(s, own["--model_dir"].text, own["--model_dir"].loc)
+    elif uri and template_model(s.flags.get("model")):  # pvc://, s3://: mapped like a path (models:)
+        set_model(s, uri.strip(), uri_loc)
     pod_scheduling(s, pod)
     container_facts(s, pod, c)
     return s
 
 
 def _runtime_servers(obj: Node, inputs: Inputs) -> list[Server]:
+    """A runtime's own servers: none when an InferenceService of the input uses it (checked there); a
+    template (its model is /mnt/models or a placeholder) that none uses is reported as unbound; a runtime
+    whose command names a real model is checked as written."""
     spec = obj.mapping("spec")
     if spec is None:
+        return []
+    bindings(inputs)
+    if id(obj.doc) in inputs.consumed:
         return []
     out = []
     for s in pod_servers(obj, spec, inputs, kind=obj.str("kind") or "", pod_meta=obj.mapping("metadata")):
         model = s.flags.get("model")
-        if isinstance(model, str) and _MODEL.match(model):
+        if isinstance(model, str) and _MODEL.match(model) and not template_model(model):
             out.append(s)
         else:
-            obj.note((*spec.path, "containers"), "the vLLM command takes its model from the InferenceService that "
-                     "uses this runtime (storageUri / MODEL_ID): it is checked there, not here")
+            unbound_notice(obj, inputs, model, s.flag_locs.get("model"))
     return out
 
 
@@ -137,7 +148,19 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     out: list[Server] = []
     model = pred.mapping("model")
     fmt = _format(model)
-    if model is not None and fmt in ("huggingface", "vllm"):
+    bound = bindings(inputs).get(id(obj.doc))
+    if model is not None and bound is not None:
+        s = bound_server(obj, pred, model, bound)
+        if s is not None:
+            out.append(s)
+    elif model is not None and fmt not in ("huggingface", "vllm"):
+        s = container_server(obj, pred, model, inputs, kind="InferenceService", default_name="model")
+        if s is not None:
+            uri = model.str("storageUri")
+            if template_model(s.flags.get("model")) and uri:
+                set_model(s, model_from_uri(uri) or uri.strip(), model.loc("storageUri"))
+            out.append(s)
+    elif model is not None:
         s = _runtime_server(obj, pred, model, hf=fmt == "huggingface")
         if s is not None:
             out.append(s)
@@ -146,6 +169,10 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
             s = _runtime_server(obj, pred, c, hf=True)
         else:
             s = container_server(obj, pred, c, inputs, kind="InferenceService", default_name=str(c.path[-1]))
+            uri = s.env.get(STORAGE_URI_ENV) if s is not None else None
+            if s is not None and uri and template_model(s.flags.get("model")):
+                # a custom predictor: the storage initializer downloads STORAGE_URI to /mnt/models
+                set_model(s, model_from_uri(uri) or uri.strip(), s.flag_loc("model"))
         if s is not None:
             out.append(s)
     return out
