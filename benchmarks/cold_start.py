@@ -8,14 +8,45 @@ Target: every case under --target-cpu-s CPU seconds (default 1.0 s: docs/plan.md
 an idle machine; CPU time is checked because a shared machine stretches wall time, see _timing.py).
 Each case must also answer as it should (exit code, the verdict on stdout): a crash or a changed verdict
 exits 1 before any figure counts. Exits 1 when a case misses the target or fails.
+
+Catalog cost (issue 11: loading the offline catalog must not slow the cold start by more than 10%): each
+case also runs with the catalog parts (profiles/models/catalog/*.json) hidden, the tool as it was before
+the catalog, and the two are timed in alternation (A, B, A, B, ...) so that load on a shared machine
+hits both alike; the claim is the ratio of their median CPU times, <= --max-catalog-ratio (1.10).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import subprocess
 import sys
+import tempfile
 
-from _timing import BenchmarkFailure, time_process, tool_command
+from _timing import BenchmarkFailure, _children_cpu, time_process, tool_command
+
+# the CLI with the catalog parts hidden (an empty folder): every built-in profile still resolves
+_NO_PARTS = ("import sys; from pathlib import Path; from configurator.model import catalog; "
+             "empty = Path(sys.argv.pop(1)); catalog.catalog_dir = lambda: empty; "
+             "from configurator.cli.main import main; "
+             "sys.argv[0] = 'vllm-configurator'; main()")
+_WITH_PARTS = ("import sys; sys.argv.pop(1); from configurator.cli.main import main; "
+               "sys.argv[0] = 'vllm-configurator'; main()")
+
+
+def catalog_ratio(args: list[str], code: int, runs: int) -> tuple[float, float]:
+    """(median CPU s with the catalog parts, without them), timed in alternation, same launch path."""
+    with tempfile.TemporaryDirectory() as empty:
+        cpu: dict[str, list[float]] = {"with": [], "without": []}
+        for _ in range(runs):
+            for key, prog in (("with", _WITH_PARTS), ("without", _NO_PARTS)):
+                c0 = _children_cpu()
+                res = subprocess.run([sys.executable, "-c", prog, empty, *args], capture_output=True, text=True,
+                                     check=False)
+                cpu[key].append(_children_cpu() - c0)
+                if res.returncode != code:
+                    raise BenchmarkFailure(f"{key} the catalog parts: exit {res.returncode}: {res.stderr[-300:]}")
+    return statistics.median(cpu["with"]), statistics.median(cpu["without"])
 
 # (command after the tool, exit code, text its output must hold)
 CASES = {
@@ -27,13 +58,18 @@ CASES = {
                          "--max-model-len", "131072", "--max-num-seqs", "64"], 0, "Gated DeltaNet"),
     "estimate refused": (["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4"], 1,
                          "REFUSED: vLLM would not start"),
+    # a model of a catalog part (not a built-in profile): the parts are read (timed against the target only)
+    "estimate catalog": (["estimate", "--model", "meta-llama/Llama-3.2-1B-Instruct", "--gpu", "l4"], 0,
+                         "FITS: vLLM should start"),
 }
+PART_ONLY = {"estimate catalog"}  # cases that need the parts: no without-parts run to compare with
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--target-cpu-s", type=float, default=1.0)
+    ap.add_argument("--max-catalog-ratio", type=float, default=1.10)
     a = ap.parse_args(argv)
     tool = tool_command()
     base = time_process([sys.executable, "-c", "pass"], a.runs)
@@ -52,6 +88,22 @@ def main(argv: list[str] | None = None) -> int:
               f"{t.cpu_s * 1000:6.0f} ms CPU (target < {a.target_cpu_s * 1000:.0f} ms){'  MISSED' if miss else ''}")
         if miss:
             failed.append(name)
+    print(f"catalog cost: CPU with the catalog parts / without them (median of {a.runs}, alternated; "
+          f"claim <= {a.max_catalog_ratio:.2f})")
+    for name, (args, code, _text) in CASES.items():
+        if name in PART_ONLY:
+            continue
+        try:
+            with_, without = catalog_ratio(args, code, a.runs)
+        except BenchmarkFailure as e:
+            print(f"{name:<18} FAILED: {e}")
+            failed.append(f"{name} (catalog)")
+            continue
+        ratio = with_ / without
+        miss = ratio > a.max_catalog_ratio
+        print(f"{name:<18} {with_ * 1000:6.0f} ms / {without * 1000:6.0f} ms = {ratio:.3f}{'  MISSED' if miss else ''}")
+        if miss:
+            failed.append(f"{name} (catalog)")
     if failed:
         print("FAILED: " + ", ".join(failed))
         return 1

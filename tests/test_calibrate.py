@@ -8,13 +8,9 @@ from configurator.units import GiB
 from tests.conftest import shared_or_skip
 
 
-def _log_from_record(r: dict) -> str:
+def _log_from_record(r: dict, args: dict | None = None) -> str:
     """A V1 start-up log with the lines the record quotes (prefixes as vLLM prints them)."""
-    args = {"model": r["model_id"], "max_model_len": r["max_model_len"]}
-    if r.get("gpu_memory_utilization"):
-        args["gpu_memory_utilization"] = r["gpu_memory_utilization"]
-    if r.get("tensor_parallel_size", 1) != 1:
-        args["tensor_parallel_size"] = r["tensor_parallel_size"]
+    args = {"model": r["model_id"], "max_model_len": r["max_model_len"], **(args or {})}
     p = "(EngineCore_DP0 pid=7) INFO 08-21 10:11:12 [gpu_worker.py:1] "
     lines = [f"INFO 08-21 10:11:10 [api_server.py:1] vLLM API server version {r['vllm_version']}",
              f"INFO 08-21 10:11:10 [utils.py:1] non-default args: {args!r}",
@@ -34,32 +30,47 @@ def _qwen3_14b_log(tmp_path):
     return log
 
 
-CASES = {  # dev-set records whose model the tool knows: record id -> (model id, GPU)
-    "vllm-log-001": ("Qwen/Qwen2-7B-Instruct", "a100-80gb"),
-    "vllm-log-002": ("Qwen/Qwen2-7B-Instruct", "a100-80gb"),
-    "vllm-log-004": ("Qwen/Qwen2-7B-Instruct", "a100-80gb"),
-    "vllm-log-043": ("Qwen/Qwen3-14B", "l40s"),
-}
+def _calibratable() -> list:
+    """Dev records chosen by what they hold, not by id: a printed release, a start, the logged weights and KV
+    memory, a catalog GPU and a model the tool resolves offline (benchmarks/accuracy.py reads them)."""
+    shared_or_skip("data", "vllm-startup-logs.dev.jsonl")
+    from tests.conftest import load_benchmark
+
+    cases, _ = load_benchmark("accuracy").cases()
+    return [c for c in cases if c.version and c.started and c.logged_kv and c.logged_weights and "gpu" in c.gpu
+            and c.record.get("max_model_len")]
 
 
-@pytest.mark.parametrize("record_id", sorted(CASES))
-def test_calibration_reproduces_the_logged_kv_memory(record_id, run_cli, tmp_path):
-    logs = shared_or_skip("data", "vllm-startup-logs.dev.jsonl")
-    r = next(json.loads(line) for line in logs.read_text().splitlines() if record_id in line)
-    r["model_id"], gpu = CASES[record_id]
+def _cli_flags(flags: dict) -> list[str]:
+    out = []
+    for k, v in sorted(flags.items()):
+        if isinstance(v, bool):
+            out.append(f"--{k.replace('_', '-')}" if v else f"--no-{k.replace('_', '-')}")
+        else:
+            out += [f"--{k.replace('_', '-')}", str(v)]
+    return out
+
+
+def test_enough_records_are_calibratable():
+    assert len(_calibratable()) >= 4
+
+
+@pytest.mark.parametrize("case", _calibratable(), ids=lambda c: c.id)
+def test_calibration_reproduces_the_logged_kv_memory(case, run_cli, tmp_path):
+    r = dict(case.record, model_id=case.label, vllm_version=case.version)
+    gpu = case.gpu["gpu"]
     log = tmp_path / "vllm.log"
-    log.write_text(_log_from_record(r))
+    log.write_text(_log_from_record(r, case.flags))
     out = tmp_path / "cal.yaml"
     res = run_cli("calibrate", str(log), "--gpu", gpu, "-o", str(out))
     assert res.exit_code == 0, res.stderr
     assert "vLLM measured" in res.stdout and out.exists()
-    args = ["estimate", "--model", r["model_id"], "--gpu", gpu, "--vllm-version", r["vllm_version"],
-            "--max-model-len", str(r["max_model_len"]), "--calibration", str(out), "--format", "json"]
-    if r.get("gpu_memory_utilization"):
-        args += ["--gpu-memory-utilization", str(r["gpu_memory_utilization"])]
-    if r.get("tensor_parallel_size", 1) != 1:
-        args += ["-tp", str(r["tensor_parallel_size"])]
-    est = json.loads(run_cli(*args).stdout)
+    args = ["estimate", "--model", case.label, "--gpu", gpu, "--vllm-version", case.version,
+            "--max-model-len", str(r["max_model_len"]), "--calibration", str(out), "--format", "json",
+            *_cli_flags({k: v for k, v in case.flags.items() if k != "max_model_len"})]
+    res = run_cli(*args)
+    assert res.exit_code in (0, 1), res.stderr
+    est = json.loads(res.stdout)
     assert abs(est["memory"]["kv_cache_bytes"] / GiB - r["available_kv_cache_gib"]) <= 0.05
     if r.get("kv_cache_tokens"):
         assert abs(est["kv_cache"]["tokens"] - r["kv_cache_tokens"]) / r["kv_cache_tokens"] <= 0.01

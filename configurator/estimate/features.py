@@ -20,6 +20,9 @@ from configurator.memory.features import (
     LoraSettings,
     MoEExperts,
     MoEParallel,
+    csa_fit_check_bytes,
+    dp_moe_gather_bytes,
+    drafter_buffer_bytes,
     encoder_outputs_bytes,
     encoder_profile,
     expert_share,
@@ -29,9 +32,10 @@ from configurator.memory.features import (
     moe_lora_bytes,
 )
 from configurator.memory.kv_dtype import DTYPE_BYTES
-from configurator.memory.weights import QUANT_BITS, count_params, num_experts, weight_bytes
+from configurator.memory.weights import count_params, expert_bytes_per_param, num_experts, weight_bytes
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv, human_bytes
+from configurator.vllm.versions import behaviour
 
 # vllm/config/lora.py MaxLoRARanks (0.25.0, 0.33.0): the ranks --max-lora-rank accepts
 LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
@@ -84,6 +88,7 @@ class SpecPlan:
     weights_note: str = ""
     warning: str | None = None  # the draft could not be loaded: its weights and KV are left out
     error: str | None = None  # vLLM refuses this method in this release
+    unmodelled_keys: tuple[str, ...] = ()  # keys of the JSON vLLM reads and this estimate does not
 
     def line(self) -> str:
         k = self.num_speculative_tokens
@@ -111,6 +116,8 @@ class ParallelPlan:
     tp_expert_bytes: int  # the routed experts' bytes per GPU under plain TP (what the weights count assumed)
     weights_delta: int  # what DP / EP changes in 'Model loading took' (negative: fewer expert bytes)
     warning: str | None = None
+    activation_bytes: int = 0  # the MoE layers' gathered tokens in the profiling run (DP x PCP > 1)
+    gathered_tokens: int = 0
 
     def line(self) -> str:
         m = self.moe
@@ -128,20 +135,14 @@ class ParallelPlan:
         else:
             how = (f"the MoE layers shard every expert over tp x dp = {m.devices} GPUs (fused_moe/config.py "
                    f"flatten_tp_across_dp_and_pcp), intermediate size / {self.split}")
-        return (f"{head}; {how}: routed-expert weights {human_bytes(self.tp_expert_bytes)} under TP {m.tp} -> "
-                f"{human_bytes(self.tp_expert_bytes + self.weights_delta)} per GPU, counted in 'Model loading took'")
-
-
-def _quant_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: str) -> float:
-    """Bytes per routed-expert parameter as the weights count takes it (memory/weights.py _part_bytes);
-    MXFP4: e2m1 pairs + one e8m0 scale per 32, without the kernel's padding."""
-    method = model.quant.method or quantization
-    if method == "mxfp4":
-        return 0.5 + 1 / 32
-    bits = model.quant.weight_bits
-    if bits is None and quantization in QUANT_BITS:
-        bits = QUANT_BITS[quantization]
-    return bits / 8 if bits else DTYPE_BYTES.get(dtype, 2)
+        out = (f"{head}; {how}: routed-expert weights {human_bytes(self.tp_expert_bytes)} under TP {m.tp} -> "
+               f"{human_bytes(self.tp_expert_bytes + self.weights_delta)} per GPU, counted in 'Model loading took'")
+        if self.activation_bytes:
+            out += (f"; the MoE layers all-gather every DP rank's tokens before the experts (all2all.py, the default "
+                    f"backend), so the profiling run's experts see {self.gathered_tokens:,} tokens: "
+                    f"+{human_bytes(self.activation_bytes)} of activation peak (gathered hidden states and fused-MoE "
+                    f"workspaces; memory/features.py dp_moe_gather_bytes)")
+        return out
 
 
 def _eplb_redundant(flags: dict[str, Any]) -> int:
@@ -157,7 +158,7 @@ def _eplb_redundant(flags: dict[str, Any]) -> int:
 
 
 def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, layers: range,
-                  base_weights_bytes: int = 0) -> ParallelPlan | None:
+                  base_weights_bytes: int = 0, num_tokens: int = 0, version: str = "") -> ParallelPlan | None:
     """-dp / -pcp / --enable-expert-parallel -> how the routed experts land on one GPU (None when none is set).
 
     Per GPU, a DP rank is a whole engine: attention, dense layers, embeddings and the KV pool are as for DP 1
@@ -185,7 +186,7 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
     local, split = local_experts(n, moe)
     p = count_params(model)
     params = sum(p.per_layer_experts[i] for i in layers if i < len(p.per_layer_experts))
-    per_param = _quant_bytes_per_param(model, flags.get("quantization"), dtype)
+    per_param = expert_bytes_per_param(model, flags.get("quantization"), dtype)  # memory/weights.py's rule
     base = weight_bytes(model, tp=tp, pp=1, quantization=flags.get("quantization"), dtype=dtype)
     scale = 1.0
     if base.source == "checkpoint":
@@ -199,15 +200,21 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
     if base_weights_bytes:
         delta = max(delta, -base_weights_bytes)
     warning = None
-    if dp * pcp > 1:
-        # distributed/device_communicators/all2all.py AgRsAll2AllManager (the default all2all_backend
-        # allgather_reducescatter, 0.33.0): dispatch all-gathers every DP rank's tokens before the experts
-        warning = (f"with DP x PCP = {dp * pcp} the MoE layers all-gather every DP rank's tokens (all2all "
-                   f"backend allgather_reducescatter by default; DeepEP-style backends keep their own buffers), so "
-                   f"the profiling run's MoE activations cover up to {dp * pcp} x max_num_batched_tokens tokens; "
-                   f"the activation estimate counts one rank's tokens")
+    act = 0
+    ranks = dp * pcp
+    if ranks > 1 and num_tokens and flags.get("all2all_backend") in (None, "", "naive", "allgather_reducescatter"):
+        # the default dispatch all-gathers every DP rank's tokens before the experts: NaiveAll2AllManager (0.10.1),
+        # AgRsAll2AllManager (allgather_reducescatter, 0.25.0 / 0.33.0), distributed/device_communicators/all2all.py
+        top_k = int(c.get("num_experts_per_tok") or c.get("top_k_experts") or c.get("moe_topk") or 0)
+        inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or model.intermediate_size)
+        persistent = behaviour(version).moe_workspace_persistent if version else True
+        act = dp_moe_gather_bytes(num_tokens, ranks, top_k=top_k, moe_intermediate_size=inter,
+                                  hidden_size=model.hidden_size, moe_tp=1 if moe.use_ep else split,
+                                  persistent_workspace=persistent, act_bytes=DTYPE_BYTES.get(dtype, 2))
+    # another backend (DeepEP-style buffers) is named by unmodelled_flags (UNMODELLED_FEATURE_FLAGS)
     return ParallelPlan(moe=moe, num_experts=n, local_experts=local, split=split, tp_expert_bytes=tp_bytes,
-                        weights_delta=delta, warning=warning)
+                        weights_delta=delta, warning=warning, activation_bytes=act,
+                        gathered_tokens=ranks * num_tokens if act else 0)
 
 
 # vllm/config/multimodal.py (0.33.0): a modality --limit-mm-per-prompt leaves out keeps count 999
@@ -331,20 +338,38 @@ class FeatureMemory:
     cpu_offload_requested: float = 0.0
     parallel: ParallelPlan | None = None  # -dp / --enable-expert-parallel: the routed experts per GPU
     mm: MultimodalPlan | None = None  # the multimodal encoder's dummy batch in the profiling run
+    # a KV layout whose per-request reservation the tool does not reproduce: its 'fits' is not a promise
+    unmodelled_layout: str | None = None
+    unmodelled_flags: tuple[str, ...] = ()  # memory-changing options given and not modelled, with what they do
+    # a model-based drafter's persistent input buffers (memory/features.py drafter_buffer_bytes): allocated before
+    # profiling, so outside "Model loading took" and the profiled peak; they count where vLLM subtracts the
+    # free-memory drop since start-up (the 'consumed' accounting, 0.27+)
+    drafter_buffers_bytes: int = 0
+    # buffers the model class allocates while loading, sized by the scheduler (inside "Model loading took")
+    model_buffers_bytes: int = 0
+    model_buffers_line: str = ""
 
     @property
     def weights_bytes(self) -> int:
         """What the features add to (LoRA, draft) or take from (CPU offload) 'Model loading took'."""
         return (self.lora.weights_bytes if self.lora else 0) + (self.spec.weights_bytes if self.spec else 0) \
-            - self.cpu_offload_bytes + (self.parallel.weights_delta if self.parallel else 0)
+            - self.cpu_offload_bytes + (self.parallel.weights_delta if self.parallel else 0) + self.model_buffers_bytes
 
     @property
     def activation_bytes(self) -> int:
-        return (self.lora.activation_bytes if self.lora else 0) + (self.mm.activation_bytes if self.mm else 0)
+        return (self.lora.activation_bytes if self.lora else 0) + (self.mm.activation_bytes if self.mm else 0) \
+            + (self.parallel.activation_bytes if self.parallel else 0)
 
     def warnings(self) -> list[str]:
         """What a modelled feature still leaves out, for the result's warnings."""
-        return [f"not-modelled: {p.warning}" for p in (self.parallel, self.mm) if p is not None and p.warning]
+        out = [f"not-modelled: {p.warning}" for p in (self.parallel, self.mm) if p is not None and p.warning]
+        if self.spec is not None and self.spec.unmodelled_keys:
+            out.append(f"not-modelled: --speculative-config {', '.join(self.spec.unmodelled_keys)}: vLLM reads "
+                       f"{'these keys' if len(self.spec.unmodelled_keys) > 1 else 'this key'} (vllm/config/"
+                       f"speculative.py SpeculativeConfig) and may allocate differently; the estimate ignores "
+                       f"{'them' if len(self.spec.unmodelled_keys) > 1 else 'it'}")
+        out += [f"not-modelled: {f}" for f in self.unmodelled_flags]
+        return out + ([f"not-modelled: {self.unmodelled_layout}"] if self.unmodelled_layout else [])
 
     def lines(self) -> list[str]:
         """One line per modelled feature, for the derivation."""
@@ -362,8 +387,15 @@ class FeatureMemory:
                        f"is host memory only")
         if self.spec:
             out.append(self.spec.line())
+            if self.drafter_buffers_bytes:
+                out.append(f"drafter input buffers: {human_bytes(self.drafter_buffers_bytes)} per GPU (max_num_batched_"
+                           f"tokens x the draft's hidden size, twice, plus ids and positions: llm_base_proposer.py), "
+                           f"allocated before profiling, so outside 'Model loading took' and the profiled peak; vLLM "
+                           f"takes them from the KV pool only where it subtracts the free-memory drop (0.27+)")
         if self.mm:
             out.append(self.mm.line())
+        if self.model_buffers_line:
+            out.append(self.model_buffers_line)
         if self.cpu_offload_bytes:
             out.append(f"--cpu-offload-gb {self.cpu_offload_requested:g}: {human_bytes(self.cpu_offload_bytes)} of "
                        f"decoder-layer parameters stay in host memory, read over PCIe each step (UVA), so the GPU "
@@ -541,14 +573,125 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
     """Every modelled feature for one rank holding `layers` (`spec` was resolved with the inputs). The encoder
     budget applies on the first pipeline stage, which runs the encoder (`first_stage`)."""
     gib = float(flags.get("cpu_offload_gb") or 0)
-    par = plan_parallel(model, flags, tp=tp, dtype=dtype, layers=layers, base_weights_bytes=base_weights_bytes)
+    par = plan_parallel(model, flags, tp=tp, dtype=dtype, layers=layers, base_weights_bytes=base_weights_bytes,
+                        num_tokens=num_tokens, version=version)
     base = base_weights_bytes + (par.weights_delta if par else 0)
+    buf, buf_line = model_load_buffers(model, num_tokens, dtype)  # the last PP stage's (the rank planned here)
     return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
                                         num_tokens=num_tokens), spec=spec, parallel=par,
                          mm=plan_multimodal(model, flags, dtype=dtype, num_tokens=num_tokens, max_num_seqs=max_num_seqs,
                                             max_model_len=max_model_len or num_tokens, chunked=chunked)
                          if first_stage else None,
-                         cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib)
+                         cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib,
+                         unmodelled_layout=unmodelled_layout(model, flags, max_model_len=max_model_len or num_tokens,
+                                                             num_tokens=num_tokens),
+                         unmodelled_flags=unmodelled_flags(flags), model_buffers_bytes=buf, model_buffers_line=buf_line,
+                         drafter_buffers_bytes=spec_buffer_bytes(spec, num_tokens, dtype))
+
+
+# drafters built on SpecDecodeBaseProposer (v1/spec_decode/eagle.py, draft_model.py, dflash.py, 0.25.0)
+PROPOSER_METHODS = frozenset({"eagle", "eagle3", "mtp", "draft_model", "dflash"})
+
+
+def spec_buffer_bytes(spec: SpecPlan | None, num_tokens: int, dtype: str) -> int:
+    """The drafter's persistent input buffers for max_num_batched_tokens `num_tokens` (0 without a model-based
+    drafter, or when the draft could not be loaded)."""
+    if spec is None or spec.method not in PROPOSER_METHODS or spec.draft_model is None:
+        return 0
+    dm = spec.draft_model
+    c = dm.text_config
+    rope = c.get("rope_parameters") if isinstance(c.get("rope_parameters"), dict) else {}
+    mrope = "mrope_section" in rope or "mrope_section" in (c.get("rope_scaling") or {})
+    mult = int(c.get("hc_mult") or 1) if isinstance(c.get("compress_ratios"), list) else 1
+    return drafter_buffer_bytes(num_tokens, dm.hidden_size, dm.hidden_size, DTYPE_BYTES.get(dtype, 2), mrope=mrope,
+                                hidden_mult=mult)
+
+
+# Options of the features' families (LoRA, parallelism, MoE kernels) that change GPU memory and are not modelled,
+# by EngineArgs name (vllm/engine/arg_utils.py 0.25.0 / 0.33.0; the LoRA pair in releases up to 0.11.0), with the value
+# that leaves memory as modelled and what they do.
+UNMODELLED_FEATURE_FLAGS: dict[str, tuple[Any, str]] = {  # key: (value(s) that leave memory as modelled, text)
+    "decode_context_parallel_size": (1, "--decode-context-parallel-size: the KV cache of a request is split over "
+                                        "the DCP ranks (parallel_config.decode_context_parallel_size), so each GPU "
+                                        "holds more tokens than shown"),
+    "enable_tower_connector_lora": (False, "--enable-tower-connector-lora: LoRA slots on the vision tower and "
+                                           "connector (config/lora.py) are not counted"),
+    "moe_backend": ("auto", "--moe-backend: the chosen MoE kernel's weight layout and workspaces (e.g. DeepGEMM "
+                            "MegaMoE's symmetric buffers) are not modelled; the automatic choice is assumed"),
+    "all2all_backend": (("allgather_reducescatter", "naive"),
+                        "--all2all-backend: this backend's dispatch buffers are not modelled (the default gather, "
+                        "allgather_reducescatter or 0.10's naive, is)"),
+    "enable_dbo": (False, "--enable-dbo: dual-batch overlap's second micro-batch is not modelled"),
+    "lora_extra_vocab_size": (LORA_EXTRA_VOCAB, "--lora-extra-vocab-size: the extra vocabulary rows per adapter "
+                                                "are taken at vLLM's default 256"),
+    "enable_lora_bias": (False, "--enable-lora-bias: the LoRA bias slots (max_loras x output size per module) are "
+                                "not counted"),
+}
+
+
+def unmodelled_flags(flags: dict[str, Any]) -> tuple[str, ...]:
+    """The memory-changing feature options given with a value other than the modelled one, as warning text."""
+    out = []
+    for key, (neutral, what) in UNMODELLED_FEATURE_FLAGS.items():
+        v = flags.get(key)
+        quiet = neutral if isinstance(neutral, tuple) else (neutral,)
+        if v is None or any(v == q or str(v).strip().lower() == str(q).lower() for q in quiet):
+            continue
+        if isinstance(neutral, bool) and not _truthy(v):
+            continue
+        out.append(f"{what} (given: {v})")
+    return tuple(out)
+
+
+def model_load_buffers(model: ModelSpec, num_tokens: int, dtype: str) -> tuple[int, str]:
+    """Buffers a model class allocates in __init__, so inside "Model loading took", sized by the scheduler: a
+    compressed-sparse-attention model with hyper-connections (config compress_ratios and hc_mult) keeps the
+    pre-hc_head residual stream for an MTP draft, (max_num_batched_tokens, hc_mult x H) in the model dtype, on
+    the last PP rank, with or without speculative decoding (models/deepseek_v4/nvidia/model.py
+    DeepseekV4Model._mtp_hidden_buffer, 0.25.0)."""
+    c = model.text_config
+    hc = int(c.get("hc_mult") or 0)
+    if not (hc and isinstance(c.get("compress_ratios"), list) and num_tokens):
+        return 0, ""
+    b = num_tokens * hc * model.hidden_size * DTYPE_BYTES.get(dtype, 2)
+    return b, (f"residual-stream buffer for an MTP draft: {num_tokens:,} tokens x {hc} x {model.hidden_size:,} x "
+               f"{DTYPE_BYTES.get(dtype, 2)} B = {human_bytes(b)}, allocated while the model loads (DeepseekV4Model "
+               f"_mtp_hidden_buffer), so counted in 'Model loading took'")
+
+
+def unmodelled_layout(model: ModelSpec, flags: dict[str, Any] | None = None, *, max_model_len: int = 0,
+                      num_tokens: int = 0) -> str | None:
+    """Why the KV layout is only approximated, or None. Compressed sparse attention (config compress_ratios with
+    o_lora_rank, vllm/models/deepseek_v4/, 0.25.0): every KV group is a UniformTypeKVCacheSpecs and vLLM's fit
+    check reserves, per group, its pages times the global number of layer tuples times a whole tuple's page
+    bytes (v1/core/kv_cache_utils.py _max_memory_usage_bytes_from_groups, 'only DeepseekV4 for now'); the
+    compressors keep fp32 state caches (compressor.py CompressorStateCache) and the sparse-MLA metadata
+    builders max_model_len-wide buffers (sparse_mla.py). The layout stages do not reproduce that; the warning
+    gives what 0.25.0's check asks for one request (memory/features.py csa_fit_check_bytes)."""
+    c = model.text_config
+    ratios = c.get("compress_ratios")
+    if not (isinstance(ratios, list) and c.get("o_lora_rank")):
+        return None
+    text = ("compressed sparse attention (compress_ratios): vLLM pads every KV group to a shared layer-tuple "
+            "layout and reserves whole tuples per group in its fit check (v1/core/kv_cache_utils.py "
+            "_max_memory_usage_bytes_from_groups), keeps fp32 compressor states and max_model_len-wide "
+            "sparse-attention buffers; the layout shown does not reproduce that")
+    f = flags or {}
+    if max_model_len and num_tokens:
+        fp8 = str(f.get("kv_cache_dtype") or "auto").startswith("fp8")
+        need = csa_fit_check_bytes([int(r or 0) for r in ratios], num_layers=model.num_hidden_layers,
+                                   sliding_window=int(c.get("sliding_window") or 128),
+                                   head_dim=int(c.get("head_dim") or 512),
+                                   index_head_dim=int(c.get("index_head_dim") or 128), max_model_len=max_model_len,
+                                   max_num_batched_tokens=num_tokens, block_size=int(f.get("block_size") or 256),
+                                   fp8_ds_mla=fp8)
+        text += (f"; by vLLM 0.25.0's rule its start-up check asks {human_bytes(need)} of KV for one request of "
+                 f"{max_model_len:,} tokens (max_num_batched_tokens {num_tokens:,}; "
+                 f"{'fp8_ds_mla rows' if fp8 else 'bf16 rows'}), which the verdict here does not use: a 'fits' "
+                 f"is at risk")
+    else:
+        text += "; a 'fits' here is at risk"
+    return text
 
 
 # vllm/config/speculative.py MTPModelTypes (0.33.0): a draft config of one of these types is the target's
@@ -587,16 +730,36 @@ def _last_attention_layer(model: ModelSpec) -> LayerGeometry | None:
     return attn[-1] if attn else None
 
 
+# SpeculativeConfig fields (vllm/config/speculative.py, 0.25.0 / 0.33.0) this estimate reads, and those that
+# allocate nothing on the GPU: the checkpoint's revision, the n-gram window (proposed on the CPU), suffix
+# decoding's tree (arctic-inference, host memory), synthetic acceptance (benchmarking). Any other key is named.
+SPEC_KEYS_READ = frozenset({"method", "model", "num_speculative_tokens", "draft_tensor_parallel_size",
+                            "quantization"})
+SPEC_KEYS_NO_GPU = frozenset({"revision", "code_revision", "prompt_lookup_max", "prompt_lookup_min",
+                              "suffix_decoding_max_tree_depth", "suffix_decoding_max_cached_requests",
+                              "suffix_decoding_max_spec_factor", "suffix_decoding_min_token_prob",
+                              "synthetic_acceptance_rates", "synthetic_acceptance_length"})
+
+
 def plan_speculative(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: str, quantization: str | None,
                      resolve: Any, version: str = "0.33.0") -> SpecPlan | None:
     """--speculative-config -> the drafter (None without it). `resolve` loads a draft model by id or path
-    (configurator.model.resolve.resolve_model); a draft it cannot load raises InputError."""
+    (configurator.model.resolve.resolve_model); a draft it cannot load raises InputError. Keys the estimate
+    does not read (and that may change GPU memory) are kept in `unmodelled_keys`, to be named."""
     raw = flags.get("speculative_config")
     if raw in (None, "", "{}"):
         return None
     d = _spec_dict(raw)
     if not d:
         return None
+    plan = _plan_speculative(model, d, tp=tp, dtype=dtype, quantization=quantization, resolve=resolve,
+                             version=version)
+    unread = tuple(sorted(str(k) for k in d if k not in SPEC_KEYS_READ | SPEC_KEYS_NO_GPU))
+    return replace(plan, unmodelled_keys=unread) if unread else plan
+
+
+def _plan_speculative(model: ModelSpec, d: dict, *, tp: int, dtype: str, quantization: str | None, resolve: Any,
+                      version: str) -> SpecPlan:
     method = str(d.get("method") or "").lower() or None
     draft = d.get("model")
     k = d.get("num_speculative_tokens")

@@ -182,3 +182,121 @@ def encoder_outputs_bytes(p: EncoderProfile, hidden_size: int, dtype_bytes: int 
     (v1/worker/gpu_model_runner.py profile_run, 0.33.0): tokens x the language model's hidden size x the
     model dtype. 8,192 tokens x 3,584 x 2 B = 56 MiB."""
     return p.tokens * hidden_size * dtype_bytes
+
+
+def drafter_buffer_bytes(max_num_tokens: int, hidden_size: int, inputs_embeds_size: int, dtype_bytes: int = 2,
+                         mrope: bool = False, hidden_mult: int = 1) -> int:
+    """The persistent input buffers of a model-based drafter (EAGLE / EAGLE-3 / MTP / draft model / DFlash),
+    allocated when the model runner is built, before the weights load and before profiling
+    (v1/spec_decode/llm_base_proposer.py SpecDecodeBaseProposer.__init__, 0.25.0 / 0.33.0), T =
+    max_num_batched_tokens: input_ids int32 (T), positions int64 (T) or M-RoPE (3, T + 1), hidden_states
+    (T, hidden x hc_mult for a DeepSeek-V4 MTP draft) and inputs_embeds (T, inputs_embeds_size) in the model
+    dtype, the slot mapping int64 (T). 8,192 tokens, H 4,096, bf16: 128.2 MiB."""
+    t = max_num_tokens
+    positions = 3 * (t + 1) * 8 if mrope else t * 8
+    return t * 4 + positions + t * hidden_size * hidden_mult * dtype_bytes + t * inputs_embeds_size * dtype_bytes \
+        + t * 8
+
+
+def _approximate_gcd(values: list[int], lower_bound: int) -> int:
+    """vllm/v1/core/kv_cache_utils.py _approximate_gcd (0.25.0): the chunk d in [lower_bound, max] that minimises
+    the total upward padding sum((d - x % d) % d); ties prefer the larger d."""
+    best_d, best_pad = max(1, lower_bound), None
+    for d in range(max(1, lower_bound), max(values) + 1):
+        pad = sum((d - x % d) % d for x in values)
+        if best_pad is None or pad <= best_pad:
+            best_d, best_pad = d, pad
+    return best_d
+
+
+def csa_fit_check_bytes(ratios: list[int], *, num_layers: int, sliding_window: int, head_dim: int,
+                        index_head_dim: int, max_model_len: int, max_num_batched_tokens: int, block_size: int,
+                        fp8_ds_mla: bool = True, kv_bytes: int = 2) -> int:
+    """The KV bytes vLLM 0.25.0's start-up check asks for one request of max_model_len on a compressed-sparse-
+    attention model (DeepSeek-V4), when every KV group is a UniformTypeKVCacheSpecs.
+
+    Per layer (models/deepseek_v4/attention.py, compressor.py, v1/attention/backends/mla/sparse_swa.py): a
+    sliding-window latent cache (SlidingWindowMLASpec, block 64, window sliding_window); with ratio r > 1 the
+    compressed latent (MLAAttentionSpec, block_size, one row per r tokens) and the compressor's fp32 state
+    (SlidingWindowMLASpec, block 4 / 8, window coff x r, state 2 x coff x head_dim, coff 2 for r = 4); with r = 4
+    the indexer keys (MLAAttentionSpec, 132 B per r tokens) and the indexer compressor's state (index_head_dim).
+    Rows are 584 B with fp8_ds_mla (FlashMLA), else head_dim x kv_bytes; pages are padded to 576 (fp8_ds_mla)
+    or 512 B (v1/kv_cache_interface.py _apply_alignment_padding).
+    Groups (kv_cache_utils.py group_and_unify_kv_cache_specs, _get_kv_cache_groups_uniform_groups): the MLA
+    layers form one group; the windowed ones group by (block, window), each page padded up to the nearest MLA
+    page size, and are split into chunks of num_layer_tuples (_approximate_gcd of the groups' tuple counts).
+    _max_memory_usage_bytes_from_groups then asks num_layer_tuples x (sum of the MLA page sizes) x (sum over
+    groups of the pages one request needs: cdiv(L, block_size) for MLA, cdiv(min(window - 1 + T, L), block) + 1
+    for windows). DeepSeek-V4-Flash, fp8, block 256, L 30,000, T 16,384: 22 x 47,808 x 6,800 = 6.66 GiB.
+    """
+    align = 576 if fp8_ds_mla else 512
+    row = 584 if fp8_ds_mla else head_dim * kv_bytes
+
+    def pad(n: int) -> int:
+        return cdiv(n, align) * align
+
+    mla: list[int] = []  # page sizes of the MLA layers
+    windows: dict[tuple[int, int], list[int]] = {}  # (block, window) -> page sizes
+    for i in range(num_layers):
+        r = ratios[i] if i < len(ratios) else 0
+        windows.setdefault((64, sliding_window), []).append(pad(64 * row))
+        if r > 1:
+            mla.append(pad(block_size // r * row))
+            coff = 2 if r == 4 else 1
+            blk = 4 if r == 4 else 8
+            windows.setdefault((blk, coff * r), []).append(pad(blk * 2 * coff * head_dim * 4))
+        if r == 4:
+            mla.append(pad(block_size // r * (index_head_dim + index_head_dim // 128 * 4)))
+            windows.setdefault((4, 8), []).append(pad(4 * 2 * 2 * index_head_dim * 4))
+    if not mla:
+        return 0
+
+    def tuples(pages: list[int]) -> int:
+        return max(pages.count(p) for p in set(pages))
+
+    counts = [tuples(mla)] + [tuples(p) for p in windows.values()]
+    n_tuples = _approximate_gcd(counts, lower_bound=counts[0])
+    sizes = sorted(set(mla))
+    group_tuples = [tuples(mla)]
+    group_pages = [cdiv(max_model_len, block_size)]
+    for (blk, win), pages in windows.items():
+        padded = [min(s for s in sizes if s >= p) for p in pages]
+        per_size = max(padded.count(p) for p in set(padded))
+        chunks = cdiv(per_size, n_tuples)
+        need = cdiv(min(win - 1 + max_num_batched_tokens, max_model_len), blk) + 1
+        for c in range(chunks):
+            group_tuples.append(len(range(c, per_size, chunks)))
+            group_pages.append(need)
+    return max(group_tuples) * sum(sizes) * sum(group_pages)
+
+
+FUSED_MOE_CHUNK = 32768  # envs.VLLM_FUSED_MOE_CHUNK_SIZE default (vllm/envs.py 0.10.1)
+
+
+def dp_moe_gather_bytes(tokens: int, ranks: int, *, top_k: int, moe_intermediate_size: int, hidden_size: int,
+                        moe_tp: int, persistent_workspace: bool, act_bytes: int = 2) -> int:
+    """What the profiling run's MoE layers hold beyond one rank's batch when `ranks` DP (x PCP) ranks all-gather
+    their tokens before the experts (bytes; 0 for one rank).
+
+    Every DP rank runs the same dummy batch of `tokens`; the default dispatch gathers all ranks' tokens, M =
+    ranks x tokens: vLLM 0.10.1 NaiveAll2AllManager.naive_multicast (distributed/device_communicators/all2all.py,
+    an (M, H) buffer), 0.25.0 / 0.33.0 AgRsAll2AllManager (allgather_reducescatter, the default all2all_backend
+    of config/parallel.py). The experts then run on M tokens:
+    - 0.10.1 fused_experts_impl (fused_moe.py): chunks of C = 32,768 tokens, cache13 (C, top_k, max(N, K)) and
+      cache2 (C x top_k, N / 2), and the output (M, K) (empty_like, not in place);
+    - from 0.19 (the persistent WorkspaceManager; modular_kernel.py _allocate_buffers, 0.25.0, one chunk of M):
+      workspace13 (M, top_k, max(N / 2, K)) shared with the output, workspace2 (M, top_k, max(N, K)).
+    N = 2 x moe_intermediate_size / moe_tp, K = hidden size. The result is the difference to one rank's batch:
+    the gathered input (and, in 0.10.1, output) and the larger caches. Qwen3-Coder-480B (H 6,144, I 2,560, top 8)
+    with EP over DP 8 at 8,192 tokens, 0.10.1: 2 x 57,344 x 6,144 x 2 B + (32,768 - 8,192) x 8 x (6,144 + 2,560)
+    x 2 B = 4.50 GiB."""
+    if ranks <= 1 or not top_k or not moe_intermediate_size:
+        return 0
+    m = ranks * tokens
+    n = 2 * moe_intermediate_size // max(moe_tp, 1)
+    k = hidden_size
+    if persistent_workspace:
+        per_token = top_k * (max(n // 2, k) + max(n, k)) * act_bytes
+        return (m - tokens) * (per_token + k * act_bytes)
+    per_token = top_k * (max(n, k) + n // 2) * act_bytes
+    return (min(m, FUSED_MOE_CHUNK) - min(tokens, FUSED_MOE_CHUNK)) * per_token + 2 * (m - tokens) * k * act_bytes

@@ -36,6 +36,9 @@ class ParamCounts:
     per_layer_attention: tuple[int, ...] = ()  # attention / linear-attention projections
     per_layer_experts: tuple[int, ...] = ()  # routed experts (FusedMoE), router excluded
     per_layer_router: tuple[int, ...] = ()  # the router's gate (ReplicatedLinear, never quantized)
+    # quantized linears every TP rank holds whole (ReplicatedLinear / disable_tp, with quant_config), part of
+    # per_layer_attention
+    per_layer_replicated: tuple[int, ...] = ()
     experts: tuple[int, int, int] = (0, 0, 0)  # (num_experts, hidden, moe_intermediate) for kernel padding
 
     @property
@@ -53,10 +56,16 @@ def count_params(model: ModelSpec) -> ParamCounts:
     heads = model.num_attention_heads
     int(c.get("head_dim") or 0) or h // heads
     attn_by_layer: dict[int, int] = {}
+    repl_by_layer: dict[int, int] = {}
+    other_by_layer: dict[int, int] = {}
+    ratios = c.get("compress_ratios") if isinstance(c.get("compress_ratios"), list) else None
     for g in model.layers:
         if g.kind == "mamba" or g.index in attn_by_layer:
             continue
-        if model.is_mla:
+        if ratios is not None and c.get("o_lora_rank"):
+            r = int(ratios[g.index] or 0) if g.index < len(ratios) else 0
+            attn_by_layer[g.index], repl_by_layer[g.index], other_by_layer[g.index] = _csa_params(c, h, heads, r)
+        elif model.is_mla:
             attn_by_layer[g.index] = _mla_params(c, h, heads)
         else:
             q = heads * g.head_size
@@ -106,16 +115,75 @@ def count_params(model: ModelSpec) -> ParamCounts:
         else:
             lin += dense_mlp
         linear.append(lin)
-        other.append(2 * h)
+        other.append(2 * h + other_by_layer.get(i, 0))
         exp.append(routed if has_moe else 0)
         rout.append(router if has_moe else 0)
     embedding = vocab * h
     lm_head = 0 if model.tie_word_embeddings else vocab * h
+    ple = per_layer_input_params(model)  # Gemma 4 E-models' parts beyond the cache-holding layers
+    if ple is not None:
+        embedding += ple.embedding
+        linear = [a + b for a, b in zip(linear, ple.linear, strict=True)]
+        attn = [a + b for a, b in zip(attn, ple.attention, strict=True)]
+        other = [a + b for a, b in zip(other, ple.other, strict=True)]
     n_exp = num_experts(c)
     return ParamCounts(embedding, lm_head, tuple(linear), tuple(other), vision=_vision_params(model.full_config, h),
                        per_layer_attention=tuple(attn), per_layer_experts=tuple(exp), per_layer_router=tuple(rout),
+                       per_layer_replicated=tuple(repl_by_layer.get(i, 0) for i in range(n)),
                        experts=(n_exp, h, int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size")
                                                or c.get("intermediate_size") or 0) if n_exp else 0))
+
+
+@dataclass(frozen=True)
+class PerLayerInputParams:
+    """Parameters of a Gemma 4 E-model (E2B, E4B) that the KV-holding layers do not show."""
+
+    embedding: int  # vocab-parallel per-layer-input table + its model projection, split by TP
+    linear: tuple[int, ...]  # per decoder layer: KV-shared layers' attention, double-wide MLP halves
+    attention: tuple[int, ...]  # the attention part of `linear`
+    other: tuple[int, ...]  # per decoder layer, replicated: the per-layer input gate and projection
+
+
+def per_layer_input_params(model: ModelSpec) -> PerLayerInputParams | None:
+    """Gemma 4's per-layer inputs and KV-shared layers (vllm==0.25.0 model_executor/models/gemma4.py).
+
+    Gemma4Model builds embed_tokens_per_layer, a VocabParallelEmbedding of vocab_size_per_layer_input x
+    (num_hidden_layers x hidden_size_per_layer_input), and per_layer_model_projection, a ColumnParallelLinear
+    hidden -> that width; every decoder layer a per_layer_input_gate (hidden -> per-layer width) and a
+    per_layer_projection (back), both ReplicatedLinear. The last num_kv_shared_layers layers read an earlier
+    layer's KV cache but still build their own QKVParallelLinear and o_proj (head_dim global_head_dim on
+    full-attention layers), and with use_double_wide_mlp their MLP is twice intermediate_size wide.
+    E2B: 262,144 x 35 x 256 = 2.35B table parameters, more than the rest of its text model. None for other
+    models."""
+    c = model.text_config
+    if not str(c.get("model_type") or model.model_type).startswith("gemma4"):
+        return None
+    n, h = model.num_hidden_layers, model.hidden_size
+    width = int(c.get("hidden_size_per_layer_input") or 0)
+    shared = int(c.get("num_kv_shared_layers") or 0)
+    if not width and not shared:
+        return None
+    types = c.get("layer_types") if isinstance(c.get("layer_types"), list) else []
+    embedding = 0
+    if width:
+        vocab = int(c.get("vocab_size_per_layer_input") or model.vocab_size)
+        embedding = cdiv(vocab, 64) * 64 * n * width + h * n * width
+    heads, kv, hd = model.num_attention_heads, model.num_kv_heads, model.head_dim
+    global_hd = int(c.get("global_head_dim") or hd)
+    global_kv = int(c.get("num_global_key_value_heads") or kv) if c.get("attention_k_eq_v") else kv
+    linear, attention, other = [], [], []
+    for i in range(n):
+        a = mlp = 0
+        if shared and i >= n - shared:  # not in model.layers: no cache of its own, weights all the same
+            full = i < len(types) and types[i] == "full_attention"
+            d, k = (global_hd, global_kv) if full else (hd, kv)
+            a = h * heads * d + h * 2 * k * d + heads * d * h  # QKVParallelLinear keeps K and V slots
+            if c.get("use_double_wide_mlp"):
+                mlp = _mlp_params(h, model.intermediate_size, c)
+        linear.append(a + mlp)
+        attention.append(a)
+        other.append(2 * h * width + width if width else 0)
+    return PerLayerInputParams(embedding, tuple(linear), tuple(attention), tuple(other))
 
 
 def _vision_params(config: dict, text_hidden: int) -> int:
@@ -143,6 +211,41 @@ def _vision_params(config: dict, text_hidden: int) -> int:
         mlp = 3 * h * inter
         extra = int(v.get("position_embedding_size") or 0) * 2 * h
     return depth * (4 * h * h + mlp) + chans * patch * patch * h + h * merge * (h * merge) + h * merge * out + extra
+
+
+def _csa_params(c: dict, h: int, heads: int, ratio: int) -> tuple[int, int, int]:
+    """(all quantized attention linears, the replicated ones among them, 16-bit parameters) of one layer of
+    compressed sparse attention with grouped low-rank output (config keys compress_ratios, o_groups,
+    o_lora_rank), as vllm/models/deepseek_v4/attention.py and compressor.py (0.25.0) build it:
+    fused_wqa_wkv H x (q_rank + head_dim) (MergedColumnParallelLinear, disable_tp: replicated), wq_b
+    q_rank x heads x head_dim (column), wo_a heads x head_dim / groups x groups x o_rank (column), wo_b
+    groups x o_rank x H (row), all with the quant config; a layer with compress ratio r > 1 adds a
+    compressor fused_wkv_wgate H x 2 x coff x head_dim (coff 2 for r = 4, else 1; quant_config None,
+    replicated) and ape (r x coff x head_dim, fp32); an r = 4 layer adds the indexer: wq_b q_rank x
+    index_heads x index_head_dim (replicated, quantized), weights_proj H x index_heads (16-bit) and its own
+    compressor (coff 2, index_head_dim). V4-Flash (H 4,096, 64 x 512, q_rank 1,024, 8 x 1,024): 107 M
+    quantized parameters per layer, 6.3 M of them replicated."""
+    q_rank = int(c.get("q_lora_rank") or 0)
+    hd = int(c.get("head_dim") or 512)
+    groups = int(c.get("o_groups") or 1)
+    o_rank = int(c.get("o_lora_rank") or 0)
+    repl = h * (q_rank + hd)
+    split = q_rank * heads * hd + (heads * hd // groups) * groups * o_rank + groups * o_rank * h
+    other = 0
+    if ratio > 1:
+        coff = 2 if ratio == 4 else 1
+        other += h * 2 * coff * hd + 2 * ratio * coff * hd  # fused_wkv_wgate + fp32 ape (2 x 16-bit)
+    if ratio == 4:
+        ihd, iheads = int(c.get("index_head_dim") or 128), int(c.get("index_n_heads") or 64)
+        repl += q_rank * iheads * ihd
+        other += h * iheads + h * 2 * 2 * ihd + 2 * ratio * 2 * ihd
+    hc = int(c.get("hc_mult") or 0)
+    if hc:
+        # hyper-connections (models/deepseek_v4/nvidia/model.py DeepseekV4DecoderLayer): hc_attn_fn / hc_ffn_fn
+        # (mix, hc x H), bases (mix) and scales (3), fp32 (2 x 16-bit), mix = (2 + hc) x hc
+        mix = (2 + hc) * hc
+        other += 2 * (2 * mix * hc * h + 2 * mix + 6)
+    return split + repl, repl, other
 
 
 def _mla_params(c: dict, h: int, heads: int) -> int:
@@ -212,10 +315,7 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
     A known checkpoint size replaces the count for methods that load tensors as stored."""
     p = count_params(model)
     dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
-    method = model.quant.method or quantization
-    bits = model.quant.weight_bits
-    if bits is None and quantization in QUANT_BITS:
-        bits = QUANT_BITS[quantization]  # online quantization, or a method the config did not declare
+    method, bits = quant_method_bits(model, quantization)
     per_layer = _part_bytes(model, p, tp, dt, method, bits, compute_capability)
     stages = pp_layer_split(model.num_hidden_layers, pp)
     best_rank = 0.0
@@ -227,7 +327,9 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
         if s == len(stages) - 1:
             b += (p.lm_head if p.lm_head else (p.embedding if pp > 1 else 0)) * dt / tp
         best_rank = max(best_rank, b)
-    total = (p.embedding + p.lm_head + p.vision + sum(p.per_layer_other)) * dt + sum(per_layer) * tp
+    # one copy of the replicated parts (routers, replicated linears) in the checkpoint, a TP share of the rest
+    repl = sum(_replicated_bytes(p, i, dt, _attention_width(model, dt, method, bits)) for i in range(len(per_layer)))
+    total = (p.embedding + p.lm_head + p.vision + sum(p.per_layer_other)) * dt + (sum(per_layer) - repl) * tp + repl
     # registered buffers load with the weights: the RoPE cos/sin cache (one per distinct RoPE)
     best_rank += _rope_cache_bytes(model, dt)
     if model.weights_bytes and quantization in (None, model.quant.method) and method not in REPACKED:
@@ -238,6 +340,60 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
 
 # methods whose tensors on the GPU differ from the checkpoint's (padding, repacking)
 REPACKED = frozenset({"mxfp4"})
+
+
+def quant_method_bits(model: ModelSpec, quantization: str | None) -> tuple[str | None, float | None]:
+    """(method, bits per quantized weight incl. scales): the checkpoint's declaration, else --quantization
+    (online quantization, or a method the config did not declare) through QUANT_BITS."""
+    method = model.quant.method or quantization
+    bits = model.quant.weight_bits
+    if bits is None and quantization in QUANT_BITS:
+        bits = QUANT_BITS[quantization]
+    return method, bits
+
+
+def _mxfp4_experts(model: ModelSpec, method: str | None) -> bool:
+    """The routed experts load through Mxfp4MoEMethod: an MXFP4 checkpoint, or an FP8 one whose config says
+    expert_dtype 'fp4' (vllm/models/deepseek_v4/quant_config.py DeepseekV4FP8Config.get_quant_method, 0.25.0:
+    FP8 block-scaled linears, Mxfp4MoEMethod for RoutedExperts unless moe_quant_algo is NVFP4)."""
+    if method == "mxfp4":
+        return True
+    c = model.text_config
+    qc = model.full_config.get("quantization_config") or c.get("quantization_config") or {}
+    algo = str(qc.get("moe_quant_algo") or "").upper() if isinstance(qc, dict) else ""
+    return method in ("fp8", "deepseek_v4_fp8") and str(c.get("expert_dtype") or
+                                                         model.full_config.get("expert_dtype") or "") == "fp4" \
+        and algo != "NVFP4"
+
+
+def _linear_bits(model: ModelSpec, method: str | None, bits: float | None) -> float | None:
+    """Bits of the quantized non-expert linears: FP8 (8) beside MXFP4 experts in an FP8 checkpoint, else `bits`."""
+    return 8.0 if method != "mxfp4" and _mxfp4_experts(model, method) else bits
+
+
+def expert_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: str | None) -> float:
+    """Bytes per routed-expert parameter as weight_bytes takes it, without the kernels' padding: MXFP4 e2m1
+    pairs + one e8m0 scale per 32; else the quantized width, or the model dtype."""
+    method, bits = quant_method_bits(model, quantization)
+    if _mxfp4_experts(model, method):
+        return 0.5 + 1 / MXFP4_BLOCK
+    return bits / 8 if bits else DTYPE_BYTES.get(dtype or model.dtype, 2)
+
+
+def _attention_width(model: ModelSpec, dt: int, method: str | None, bits: float | None) -> float:
+    """Bytes per attention-projection parameter: the model dtype for MXFP4 checkpoints (linears unquantized) and
+    configs that leave self_attn out of the quantization, else the linears' quantized width."""
+    if method == "mxfp4" or _unquantized_attention(model):
+        return dt
+    lbits = _linear_bits(model, method, bits)
+    return lbits / 8 if lbits else dt
+
+
+def _replicated_bytes(p: ParamCounts, i: int, dt: int, attn_width: float) -> float:
+    """Bytes of layer i every TP rank holds whole: the router gate (16-bit) and replicated attention linears."""
+    router = p.per_layer_router[i] if p.per_layer_router else 0
+    repl = p.per_layer_replicated[i] if p.per_layer_replicated else 0
+    return router * dt + repl * attn_width
 
 
 def _unquantized_attention(model: ModelSpec) -> bool:
@@ -256,21 +412,31 @@ def _unquantized_attention(model: ModelSpec) -> bool:
 def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str | None, bits: float | None,
                 capability: int) -> list[float]:
     """Bytes of each decoder layer's linear weights on one TP rank."""
-    q = bits / 8 if bits else dt
-    attn_b = dt if (method == "mxfp4" or _unquantized_attention(model)) else q
+    mx = _mxfp4_experts(model, method)
+    lbits = _linear_bits(model, method, bits)
+    q = lbits / 8 if lbits else dt
+    attn_b = _attention_width(model, dt, method, bits)
     out = []
     for i, lin in enumerate(p.per_layer_linear):
         attn = p.per_layer_attention[i] if p.per_layer_attention else 0
         exp = p.per_layer_experts[i] if p.per_layer_experts else 0
         router = p.per_layer_router[i] if p.per_layer_router else 0
+        repl = p.per_layer_replicated[i] if p.per_layer_replicated else 0
         rest = lin - attn - exp - router  # dense MLP, shared experts
         if method == "mxfp4":
             # vllm/model_executor/layers/quantization/mxfp4.py (0.19.0-0.25.1): Mxfp4Config quantizes only
             # FusedMoE; every LinearBase falls back to UnquantizedLinearMethod
-            b = (attn + rest) * dt / tp + (_mxfp4_expert_bytes(p, tp, capability) if exp else 0)
+            b = (attn - repl + rest) * dt / tp + repl * dt + (_mxfp4_expert_bytes(p, tp, capability) if exp else 0)
+        elif mx:
+            # FusedMoE(has_bias) is False here (models/deepseek_v4/nvidia/model.py, 0.25.0): no expert biases
+            b = ((attn - repl) * attn_b + rest * q) / tp + repl * attn_b + \
+                (_mxfp4_expert_bytes(p, tp, capability, bias=False) if exp else 0)
         else:
-            b = attn * attn_b / tp + (rest + exp) * q / tp
-        out.append(b + router * dt)  # the router gate is a ReplicatedLinear without quant_config
+            b = ((attn - repl) * attn_b + (rest + exp) * q) / tp + repl * attn_b
+        # the router gate is a ReplicatedLinear / GateLinear without quant_config: whole on every TP rank
+        # (model_executor/models/qwen3_moe.py, mixtral.py, gpt_oss.py ReplicatedLinear; deepseek_v2.py,
+        # gemma4.py, minimax_m2.py GateLinear(ReplicatedLinear), 0.25.0)
+        out.append(b + router * dt)
     return out
 
 
@@ -295,7 +461,7 @@ def mxfp4_backend_alignment(capability: int) -> tuple[int, int]:
     return 256, 128
 
 
-def _mxfp4_expert_bytes(p: ParamCounts, tp: int, capability: int) -> float:
+def _mxfp4_expert_bytes(p: ParamCounts, tp: int, capability: int, bias: bool = True) -> float:
     """One MoE layer's experts on one TP rank: uint8 e2m1 pairs + one uint8 e8m0 scale per 32
     (Mxfp4MoEMethod.create_weights: w13 [E, 2I, H/2], w2 [E, H, I/2], scales /32), on the padded
     shapes, plus the bf16 biases (w13_bias [E, 2I], w2_bias [E, H]); Marlin's repacking keeps the
@@ -305,7 +471,7 @@ def _mxfp4_expert_bytes(p: ParamCounts, tp: int, capability: int) -> float:
     hp = cdiv(h, ah) * ah
     ip = cdiv(cdiv(inter, tp), ai) * ai
     elements = n * 3 * hp * ip
-    return elements * (0.5 + 1 / MXFP4_BLOCK) + n * (2 * ip + hp) * 2
+    return elements * (0.5 + 1 / MXFP4_BLOCK) + (n * (2 * ip + hp) * 2 if bias else 0)
 
 
 def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:

@@ -37,7 +37,7 @@ VARIANT_TOKENS = frozenset({
 })
 # tokens that only decorate a quantization token next to them
 QUANT_NOISE = frozenset({"dynamic", "static", "block", "marlin", "gemm", "gemv", "quantized", "quant",
-                         "channelwise", "tensorwise", "kv", "unsloth"})
+                         "channelwise", "tensorwise", "kv", "unsloth", "ct"})  # ct: compressed-tensors
 _DATE = re.compile(r"^\d{4}$")  # 2507, 2407, 0528: a release, not a size
 _SIZE = re.compile(r"^(\d+x)?\d+(\.\d+)?[bmk]$|^a\d+(\.\d+)?b$|^e\d+b$")
 _WA = re.compile(r"^w(\d+)a(\d+)$")

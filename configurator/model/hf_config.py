@@ -20,6 +20,12 @@ MLA_MODEL_TYPES = frozenset({
     "glm4_moe_lite", "glm4_moe_lite_mtp", "kimi_k2", "kimi_linear", "longcat_flash",
     "pangu_ultra_moe", "pangu_ultra_moe_mtp", "bailing_hybrid", "bailing_hybrid_mtp", "bailing_hybrid_v3_mtp",
     "hy_v4", "hy_v4_mtp",
+    # Mistral Small 4's text_config (mistral4, q/kv LoRA keys): no vLLM release lists it, but none loads that
+    # config either. With --config-format auto a repository holding consolidated*.safetensors and params.json
+    # is read in the Mistral format (vllm==0.25.0 transformers_utils/config.py get_config,
+    # repo_utils.is_mistral_model_repo), and an MoE with shared experts becomes model_type deepseek_v3
+    # (transformers_utils/configs/mistral.py adapt_config_dict): MLA, one kv_lora_rank + rope latent per token
+    "mistral4",
 })
 # Sparse-attention (DSA) MLA models keep a second, per-token indexer key cache beside the latent.
 DSA_MODEL_TYPES = frozenset({"deepseek_v32", "glm_moe_dsa"})

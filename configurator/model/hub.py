@@ -140,14 +140,25 @@ def _weights_source(d: dict, how: str) -> str:
 # -- the Hub --------------------------------------------------------------------------------------------
 
 def _reachable() -> bool:
-    """A TCP connection to the endpoint (3 s): fail fast offline instead of the client's retries."""
+    """A TCP connection (3 s) to the endpoint, or to the proxy the environment routes it through.
+
+    Fails fast offline instead of the client's retries. Behind a proxy (HTTPS_PROXY / HTTP_PROXY / ALL_PROXY,
+    unless NO_PROXY covers the endpoint) the Hub client connects to the proxy, not to the Hub, so the proxy is
+    what must answer; the stdlib's urllib reads those variables the way requests and httpx do.
+    """
     import socket
+    import urllib.request
     from urllib.parse import urlparse
 
     u = urlparse(endpoint())
-    port = u.port or (443 if u.scheme == "https" else 80)
+    host, port = u.hostname or "huggingface.co", u.port or (443 if u.scheme == "https" else 80)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(u.scheme) or proxies.get("all")
+    if proxy and not urllib.request.proxy_bypass_environment(host, proxies):
+        p = urlparse(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = p.hostname or host, p.port or (443 if p.scheme == "https" else 80)
     try:
-        socket.create_connection((u.hostname or "huggingface.co", port), timeout=3).close()
+        socket.create_connection((host, port), timeout=3).close()
     except OSError:
         return False
     return True

@@ -150,7 +150,9 @@ def expected_kv_bf16(config: dict) -> tuple[int | None, str]:
     if isinstance(t.get("layers_block_type"), list):
         return sum(1 for x in t["layers_block_type"][:layers] if x == "attention") * per, "layers_block_type"
     if isinstance(t.get("layer_types"), list):
-        types = t["layer_types"][:layers]
+        # the last num_kv_shared_layers layers read an earlier layer's cache and keep none of their own
+        # (Gemma 4 E-models: vllm/model_executor/models/gemma4.py Gemma4Attention, 0.25.0)
+        types = t["layer_types"][:layers - int(t.get("num_kv_shared_layers") or 0)]
         if t.get("global_head_dim"):  # Gemma 4: the full-attention layers have their own head size / kv heads
             gkv = (t.get("num_global_key_value_heads") or kv) if t.get("attention_k_eq_v") else kv
             full = sum(1 for x in types if x == "full_attention")

@@ -125,3 +125,13 @@ def test_tokens():
         "llama", "3.1", "8b", "instruct", "quantized", "w4a16"]
     assert split_name("Qwen/Qwen2.5-7B-Instruct") == ["qwen2.5", "7b", "instruct"]
     assert split_name("mistralai/Mistral-7B-Instruct-v0.3") == ["mistral", "7b", "instruct", "v0.3"]
+
+
+def test_a_compressed_tensors_qat_checkpoint_resolves_to_its_base_in_the_shipped_catalog():
+    # '-ct' says compressed-tensors next to its scheme (w4a16); the base comes from catalog part E
+    entry, qc, warning = resolve_derivative("google/gemma-4-E4B-it-qat-w4a16-ct")
+    assert entry.hf_id == "google/gemma-4-E4B-it"
+    assert qc["quant_method"] == "compressed-tensors"
+    assert qc["config_groups"]["group_0"]["weights"]["num_bits"] == 4
+    assert "INT4 weights" in warning
+    assert resolve_derivative("google/gemma-4-E4B-it-ct") is None  # 'ct' alone names no scheme: not noise

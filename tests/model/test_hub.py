@@ -200,3 +200,32 @@ def test_gated_repo_with_a_token_without_access_says_so(hub, monkeypatch):
         resolve("acme/gated-model")
     msg = str(e.value)
     assert "\n" not in msg and "HF_TOKEN has no access" in msg and "/acme/gated-model" in msg
+
+
+def _closed_port() -> int:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.mark.parametrize("var", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+def test_behind_a_proxy_the_hub_counts_as_reachable_when_the_proxy_answers(monkeypatch, var):
+    from configurator.model import hub as hubmod
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Hub)  # any listener: only the TCP connect is probed
+    try:
+        for v in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY",
+                  "no_proxy"):
+            monkeypatch.delenv(v, raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")  # the Hub itself: nothing listens
+        assert not hubmod._reachable()
+        monkeypatch.setenv(var, f"http://127.0.0.1:{proxy.server_address[1]}")
+        assert hubmod._reachable()
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the endpoint bypasses the proxy: the direct probe again
+        assert not hubmod._reachable()
+    finally:
+        proxy.server_close()
