@@ -520,8 +520,11 @@ def _layers(cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, h
     elif cfg.get("full_attention_interval") and model_type.startswith(("qwen3_next", "qwen3_5")):
         k = int(cfg["full_attention_interval"])
         kinds = ["full_attention" if (i + 1) % k == 0 else "linear_attention" for i in range(n)]
-    elif model_type == "gemma3_text" or model_type == "gemma3":
-        p = int(cfg.get("sliding_window_pattern") or 6)
+    elif model_type in ("gemma3_text", "gemma3", "cohere2"):
+        # Gemma3TextConfig / Cohere2Config (transformers 4.57) build layer_types from sliding_window_pattern
+        # (default 6 / 4): layer i is full when (i + 1) % pattern == 0; vLLM reads config.layer_types
+        # (0.25.0 model_executor/models/commandr.py::CohereAttention)
+        p = int(cfg.get("sliding_window_pattern") or (4 if model_type == "cohere2" else 6))
         kinds = ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n)]
     elif model_type == "gemma2" and window:
         # Gemma2Attention: even layers slide (transformers: `not bool(layer_idx % 2)`).
