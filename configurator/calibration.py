@@ -180,6 +180,8 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     f: dict = {}
     for k, v in (log.non_default_args or {}).items():
         if k in BY_DEST and k != "model" and v is not None:
+            if isinstance(v, dict | list) and BY_DEST[k].type == "str":
+                v = json.dumps(v)  # a JSON option vLLM printed as the dict it parsed ({'image': 0})
             try:
                 f[k] = convert(BY_DEST[k], v)
             except InputError:

@@ -46,6 +46,8 @@ def _cli_flags(flags: dict) -> list[str]:
     for k, v in sorted(flags.items()):
         if isinstance(v, bool):
             out.append(f"--{k.replace('_', '-')}" if v else f"--no-{k.replace('_', '-')}")
+        elif isinstance(v, dict):
+            out += [f"--{k.replace('_', '-')}", json.dumps(v)]
         else:
             out += [f"--{k.replace('_', '-')}", str(v)]
     return out

@@ -72,7 +72,7 @@ def test_the_kubectl_plugin_entry_point_is_check(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["kubectl-vllm_check", "--help"])
     with pytest.raises(SystemExit) as e:
         cli_main.kubectl_plugin()
-    assert e.value.code == 0 and "Usage: vllm-configurator check [OPTIONS] PATHS..." in capsys.readouterr().out
+    assert e.value.code == 0 and "Usage: kubectl vllm-check [OPTIONS] PATHS..." in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("raised, code", [(BrokenPipeError(), 1), (SystemExit(1), 0)])
