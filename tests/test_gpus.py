@@ -36,3 +36,15 @@ def test_unknown_gpu_suggests():
 
 def test_custom_memory():
     assert custom_gpu("81559MiB").total_bytes == 81559 * MiB
+
+
+def test_an_integrated_gpu_says_its_host_memory_is_not_modelled():
+    from configurator.estimate import EstimateRequest, estimate
+
+    r = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="gb10", vllm_version="0.25.0"))
+    assert any(w.startswith("not-modelled: gb10 shares the host's memory") for w in r.warnings)
+    exact = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="gb10", vllm_version="0.25.0",
+                                     flags={"kv_cache_memory_bytes": 20 << 30}))
+    assert not any("shares the host's memory" in w for w in exact.warnings)
+    discrete = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="h100-80gb", vllm_version="0.25.0"))
+    assert not any("shares the host's memory" in w for w in discrete.warnings)

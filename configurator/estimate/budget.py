@@ -214,6 +214,12 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     warnings += feats.warnings()
     if inp.spec is not None and inp.spec.warning:
         warnings.append(f"--speculative-config: {inp.spec.warning}")
+    if getattr(inp.gpu, "integrated", False) and not f.get("kv_cache_memory_bytes"):
+        warnings.append(f"not-modelled: {inp.gpu.name} shares the host's memory: vLLM reads free memory from psutil "
+                        "(vllm/utils/mem_utils.py), so what the process and the OS allocate in host memory after "
+                        "its baseline (CPU LoRA slots, loader buffers, page cache) counts as non-torch memory and "
+                        "comes out of the KV cache; the prediction does not include it and can be far too high "
+                        "(--kv-cache-memory-bytes sets the pool exactly)")
     if cal is not None:
         weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other, feats.weights_bytes)
         derivation.append(line)

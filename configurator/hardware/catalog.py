@@ -43,6 +43,9 @@ class GPU:
     aliases: tuple[str, ...] = ()
     gfd_products: tuple[str, ...] = ()  # nvidia.com/gpu.product (AMD: amd.com/gpu.product-name) values
     gpu_class: str = ""  # "datacenter", "workstation" or "desktop" (consumer cards, desktop systems)
+    # an integrated GPU sharing the host's memory (torch's device property is_integrated): vLLM then reads free
+    # memory from psutil, so host allocations count in its non-torch figure (vllm/utils/mem_utils.py, 0.25.0)
+    integrated: bool = False
 
     @property
     def sm(self) -> int:
@@ -110,7 +113,7 @@ def _gpu(d: dict, mig: str | None = None) -> GPU:
                fp4=bool(d.get("fp4")), fp8_kv=str(d.get("fp8_kv", "native")),
                product_name=str(products[0]), mig_profile=mig, aliases=tuple(d.get("aliases", [])),
                gfd_products=tuple(str(p) for p in d.get("gfd_products", [])),
-               gpu_class=str(d.get("gpu_class", "")))
+               gpu_class=str(d.get("gpu_class", "")), integrated=bool(d.get("integrated")))
 
 
 _MIG_RE = re.compile(r"^(?P<gpu>.+?)(?::|-mig-|/mig-)(?P<mig>\d+g\.\d+gb(?:\+me)?)$", re.I)
