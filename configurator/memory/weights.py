@@ -233,7 +233,7 @@ def _vision_params(config: dict, text_hidden: int) -> int:
 
 def audio_params(config: dict, text_hidden: int) -> int:
     """Gemma 4's audio tower plus its projector, which vLLM loads whenever the config has an audio_config
-    (vllm==0.25.0 / 0.28.0 model_executor/models/gemma4_mm.py: `AutoModel.from_config(config.audio_config)`
+    (vllm==0.21.0 / 0.25.0 / 0.28.0 model_executor/models/gemma4_mm.py: `AutoModel.from_config(config.audio_config)`
     under `_mark_tower_model(vllm_config, "audio")`, which builds nothing when --limit-mm-per-prompt gives
     audio 0; then `embed_audio`, a Gemma4MultimodalEmbedder: ReplicatedLinear output_proj_dims -> text hidden,
     its RMSNorm without weight). The tower is transformers' Gemma4AudioModel (transformers==5.12.1
@@ -424,7 +424,7 @@ def model_load_buffer_bytes(model: ModelSpec, max_num_batched_tokens: int, dt: i
     """Buffers a model allocates at max_num_batched_tokens while it is built, so inside 'Model loading took'.
     Gemma 4 with per-layer inputs: Gemma4ForConditionalGeneration.__init__ pre-allocates per_layer_embeddings,
     torch.zeros(max_num_batched_tokens, num_hidden_layers, hidden_size_per_layer_input) in the model dtype,
-    for CUDA-graph capture (vllm==0.25.0 / 0.28.0 / 0.33.0 model_executor/models/gemma4_mm.py), on every TP
+    for CUDA-graph capture (vllm==0.21.0 / 0.25.0 / 0.28.0 / 0.33.0 model_executor/models/gemma4_mm.py), on every TP
     rank. gemma-4-E4B at 2,048 tokens: 2,048 x 42 x 256 x 2 B = 42 MiB; E2B at 8,192: 140 MiB. 0 otherwise."""
     if max_num_batched_tokens <= 0 or "Gemma4ForConditionalGeneration" not in model.architectures:
         return 0
