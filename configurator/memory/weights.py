@@ -10,6 +10,7 @@ norms and routers stay 16-bit.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from configurator.memory.build import pp_layer_split
@@ -40,11 +41,12 @@ class ParamCounts:
     # per_layer_attention
     per_layer_replicated: tuple[int, ...] = ()
     experts: tuple[int, int, int] = (0, 0, 0)  # (num_experts, hidden, moe_intermediate) for kernel padding
+    audio: int = 0  # an audio encoder and its projector into the text model (replicated, 16-bit)
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + sum(self.per_layer_linear) + sum(self.per_layer_other)
-                + self.vision)
+                + self.vision + self.audio)
 
 
 def count_params(model: ModelSpec) -> ParamCounts:
@@ -59,6 +61,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
     repl_by_layer: dict[int, int] = {}
     other_by_layer: dict[int, int] = {}
     ratios = c.get("compress_ratios") if isinstance(c.get("compress_ratios"), list) else None
+    gate = int(attn_output_gate(model))
     for g in model.layers:
         if g.kind == "mamba" or g.index in attn_by_layer:
             continue
@@ -70,7 +73,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
         else:
             q = heads * g.head_size
             kv = g.num_kv_heads * (g.head_size + g.head_size_v)
-            attn_by_layer[g.index] = h * q + h * kv + q * h
+            attn_by_layer[g.index] = h * q * (1 + gate) + h * kv + q * h
     mamba_by_layer: dict[int, int] = {}
     for g in model.layers:
         if g.kind == "mamba" and g.mamba is not None:
@@ -131,7 +134,22 @@ def count_params(model: ModelSpec) -> ParamCounts:
                        per_layer_attention=tuple(attn), per_layer_experts=tuple(exp), per_layer_router=tuple(rout),
                        per_layer_replicated=tuple(repl_by_layer.get(i, 0) for i in range(n)),
                        experts=(n_exp, h, int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size")
-                                               or c.get("intermediate_size") or 0) if n_exp else 0))
+                                               or c.get("intermediate_size") or 0) if n_exp else 0),
+                       audio=audio_params(model.full_config, h))
+
+
+def attn_output_gate(model: ModelSpec) -> bool:
+    """Full-attention layers whose q projection also yields a sigmoid output gate, one per head dimension:
+    vllm==0.25.0 model_executor/models/qwen3_next.py Qwen3NextAttention (also what qwen3_5.py builds) sizes
+    qkv_proj with total_num_heads * (1 + attn_output_gate) query heads, reading
+    getattr(config, "attn_output_gate", True): Qwen3.5 / 3.6 / 3.8 configs set the key, Qwen3-Next's omit it
+    (gated all the same). Qwen3.6-27B (24 heads x 256, hidden 5,120): 16 layers x 31.5 M = 0.50 B more
+    parameters than an ungated q projection."""
+    c = model.text_config
+    gate = c.get("attn_output_gate")
+    if gate is None:
+        return str(c.get("model_type") or model.model_type).startswith("qwen3_next")
+    return bool(gate)
 
 
 @dataclass(frozen=True)
@@ -211,6 +229,48 @@ def _vision_params(config: dict, text_hidden: int) -> int:
         mlp = 3 * h * inter
         extra = int(v.get("position_embedding_size") or 0) * 2 * h
     return depth * (4 * h * h + mlp) + chans * patch * patch * h + h * merge * (h * merge) + h * merge * out + extra
+
+
+def audio_params(config: dict, text_hidden: int) -> int:
+    """Gemma 4's audio tower plus its projector, which vLLM loads whenever the config has an audio_config
+    (vllm==0.21.0 / 0.25.0 / 0.28.0 model_executor/models/gemma4_mm.py: `AutoModel.from_config(config.audio_config)`
+    under `_mark_tower_model(vllm_config, "audio")`, which builds nothing when --limit-mm-per-prompt gives
+    audio 0; then `embed_audio`, a Gemma4MultimodalEmbedder: ReplicatedLinear output_proj_dims -> text hidden,
+    its RMSNorm without weight). The tower is transformers' Gemma4AudioModel (transformers==5.12.1
+    models/gemma4/modeling_gemma4.py), H = hidden_size:
+    - subsample_conv_projection: two 3x3 Conv2d without bias (1 -> c0, c0 -> c1 channels,
+      subsampling_conv_channels), each with a LayerNorm without bias, then input_proj_linear
+      (c0 // 4 x c1) -> H;
+    - per layer (Gemma4AudioLayer): feed_forward1 and feed_forward2 (H -> 4H -> H, pre/post RMSNorm each),
+      self_attn (q, k, v, post: H x H; relative_k_proj H x H; per_dim_scale head_dim = H / heads),
+      lconv1d (linear_start H -> 2H, linear_end H -> H, a depthwise Conv1d of conv_kernel_size, two
+      RMSNorms), norm_pre_attn, norm_post_attn, norm_out: 24 H^2 + 9 H + kernel x H + head_dim;
+      with use_clipped_linears every Gemma4ClippableLinear (10 per layer) registers four scalar buffers
+      (input/output min/max, persistent, loaded with the weights);
+    - output_proj: H -> output_proj_dims with bias.
+    vLLM swaps the nn.Linear modules for ReplicatedLinear (recursive_replace_linear): whole on every TP rank,
+    16-bit unless the quantization config quantizes the tower (compressed-tensors would, unless its `ignore`
+    list names the tower, as quantized Gemma checkpoints do). gemma-4-E4B (H 1,024, 12 layers, 8 heads,
+    kernel 5, channels [128, 32], output 1,536, text hidden 2,560): 0.309 B parameters, 0.58 GiB in bf16.
+    0 without an audio_config of model_type gemma4_audio."""
+    a = config.get("audio_config")
+    if not isinstance(a, dict) or str(a.get("model_type", "")) != "gemma4_audio":
+        return 0
+    h = int(a.get("hidden_size") or 0)
+    n = int(a.get("num_hidden_layers") or 0)
+    heads = int(a.get("num_attention_heads") or 0)
+    if not h or not n or not heads:
+        return 0
+    kernel = int(a.get("conv_kernel_size") or 0)
+    chans = a.get("subsampling_conv_channels") if isinstance(a.get("subsampling_conv_channels"), list) else []
+    out = int(a.get("output_proj_dims") or h)
+    clipped = 10 * 4 if a.get("use_clipped_linears") else 0
+    layer = 24 * h * h + 9 * h + kernel * h + h // heads + clipped
+    sub = 0
+    if len(chans) == 2:
+        c0, c1 = int(chans[0]), int(chans[1])
+        sub = 9 * c0 + c0 + 9 * c0 * c1 + c1 + (c0 // 4) * c1 * h
+    return n * layer + sub + h * out + out + out * text_hidden
 
 
 def _csa_params(c: dict, h: int, heads: int, ratio: int) -> tuple[int, int, int]:
@@ -306,36 +366,70 @@ class WeightEstimate:
 
 
 def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None = None,
-                 dtype: str | None = None, compute_capability: int = 0) -> WeightEstimate:
+                 dtype: str | None = None, compute_capability: int = 0, max_num_batched_tokens: int = 0,
+                 modalities_off: Collection[str] = ()) -> WeightEstimate:
     """Bytes per GPU on the heaviest rank, as the checkpoint lands on the GPU.
 
     Each part takes the bytes its quantization method gives it in vLLM (see _part_bytes):
-    embeddings, lm_head, norms, routers and vision towers stay in the model dtype; MXFP4 quantizes
-    only the MoE experts, padded to the kernel's alignment (compute_capability picks the kernel).
-    A known checkpoint size replaces the count for methods that load tensors as stored."""
+    embeddings, lm_head, norms, routers and vision / audio towers stay in the model dtype; MXFP4
+    quantizes only the MoE experts, padded to the kernel's alignment (compute_capability picks the
+    kernel). A known checkpoint size replaces the count for methods that load tensors as stored.
+    modalities_off: the modalities --limit-mm-per-prompt sets to 0 (all of them with
+    --language-model-only): a tower all of whose modalities are off is not built (towers_skipped).
+    max_num_batched_tokens > 0 adds the buffers the model allocates at that size while it loads
+    (model_load_buffer_bytes)."""
     p = count_params(model)
     dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
     method, bits = quant_method_bits(model, quantization)
     per_layer = _part_bytes(model, p, tp, dt, method, bits, compute_capability)
     stages = pp_layer_split(model.num_hidden_layers, pp)
+    off = towers_skipped(modalities_off)
+    towers = (0 if "vision" in off else p.vision) + (0 if "audio" in off else p.audio)
     best_rank = 0.0
     for s, layers in enumerate(stages):
         b = sum(per_layer[i] for i in layers)
         b += sum(p.per_layer_other[i] for i in layers) * dt
         if s == 0:
-            b += p.embedding * dt / tp + p.vision * dt
+            b += p.embedding * dt / tp + towers * dt + model_load_buffer_bytes(model, max_num_batched_tokens, dt)
         if s == len(stages) - 1:
             b += (p.lm_head if p.lm_head else (p.embedding if pp > 1 else 0)) * dt / tp
         best_rank = max(best_rank, b)
     # one copy of the replicated parts (routers, replicated linears) in the checkpoint, a TP share of the rest
     repl = sum(_replicated_bytes(p, i, dt, _attention_width(model, dt, method, bits)) for i in range(len(per_layer)))
-    total = (p.embedding + p.lm_head + p.vision + sum(p.per_layer_other)) * dt + (sum(per_layer) - repl) * tp + repl
+    total = (p.embedding + p.lm_head + p.vision + p.audio + sum(p.per_layer_other)) * dt \
+        + (sum(per_layer) - repl) * tp + repl
     # registered buffers load with the weights: the RoPE cos/sin cache (one per distinct RoPE)
     best_rank += _rope_cache_bytes(model, dt)
     if model.weights_bytes and quantization in (None, model.quant.method) and method not in REPACKED:
         share = best_rank / total if total else 1.0
         return WeightEstimate(int(model.weights_bytes * share), model.weights_bytes, "checkpoint", p.total)
     return WeightEstimate(int(best_rank), int(total), "config", p.total)
+
+
+def towers_skipped(modalities_off: Collection[str]) -> frozenset[str]:
+    """The towers vLLM does not build when these modalities are limited to 0: SupportsMultiModal.
+    _mark_tower_model (vllm==0.28.0 model_executor/models/interfaces.py) replaces a tower's modules by
+    StageMissingLayer when the limit of every modality it serves is 0; gemma4_mm.py marks the vision tower
+    for {"image", "video"} and the audio tower for "audio" (--language-model-only sets every limit to 0)."""
+    off = {str(m) for m in modalities_off}
+    skipped = set()
+    if {"image", "video"} <= off:
+        skipped.add("vision")
+    if "audio" in off:
+        skipped.add("audio")
+    return frozenset(skipped)
+
+
+def model_load_buffer_bytes(model: ModelSpec, max_num_batched_tokens: int, dt: int) -> int:
+    """Buffers a model allocates at max_num_batched_tokens while it is built, so inside 'Model loading took'.
+    Gemma 4 with per-layer inputs: Gemma4ForConditionalGeneration.__init__ pre-allocates per_layer_embeddings,
+    torch.zeros(max_num_batched_tokens, num_hidden_layers, hidden_size_per_layer_input) in the model dtype,
+    for CUDA-graph capture (vllm==0.21.0 / 0.25.0 / 0.28.0 / 0.33.0 model_executor/models/gemma4_mm.py), on every TP
+    rank. gemma-4-E4B at 2,048 tokens: 2,048 x 42 x 256 x 2 B = 42 MiB; E2B at 8,192: 140 MiB. 0 otherwise."""
+    if max_num_batched_tokens <= 0 or "Gemma4ForConditionalGeneration" not in model.architectures:
+        return 0
+    width = int(model.text_config.get("hidden_size_per_layer_input") or 0)
+    return max_num_batched_tokens * model.num_hidden_layers * width * dt
 
 
 # methods whose tensors on the GPU differ from the checkpoint's (padding, repacking)
@@ -483,6 +577,9 @@ def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:
     max_pos = dict(model.max_len_keys).get("max_position_embeddings", 0)
     rope = dict(model.rope_scaling)
     params = c.get("rope_parameters") if isinstance(c.get("rope_parameters"), dict) else {}
+    per_type = {k: v for k, v in params.items() if isinstance(v, dict)}
+    if per_type:
+        return max_pos * dt * sum(_per_type_rope_dims(model, per_type))
     factor = rope.get("partial_rotary_factor") or params.get("partial_rotary_factor") \
         or c.get("partial_rotary_factor") or 1.0
     rot_dim = int(model.head_dim * float(factor))
@@ -490,3 +587,26 @@ def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:
     return max_pos * (4 if mrope else 1) * rot_dim * dt
 
 
+def _per_type_rope_dims(model: ModelSpec, per_type: dict[str, dict]) -> list[int]:
+    """Rotary widths of the distinct RoPE caches of a config whose rope_parameters are keyed by layer type
+    (Gemma 4: sliding_attention / full_attention). vllm==0.25.0 model_executor/models/gemma4.py builds each
+    attention layer's get_rope(head_dim, rope_parameters[layer_type]) with head_dim = global_head_dim on
+    full-attention layers; get_rope (layers/rotary_embedding/__init__.py) keeps one cache per distinct
+    (head_size, rotary_dim, rope parameters): rotary_dim = head_size x partial_rotary_factor, but a
+    'proportional' RoPE (Gemma4RotaryEmbedding, gemma4_rope.py) passes rotary_dim = head_size to the base
+    class, its cache max_position x head_size wide. gemma-4-E4B: 131,072 x (256 + 512) x 2 B = 192 MiB, of
+    which the 512-wide full-attention cache (128 MiB) a single head_dim-wide cache missed."""
+    c = model.text_config
+    types = c.get("layer_types") if isinstance(c.get("layer_types"), list) else list(per_type)
+    seen: set[tuple[int, int, str]] = set()
+    for t in dict.fromkeys(types):
+        rp = per_type.get(t)
+        if rp is None:
+            continue
+        head = int(c.get("global_head_dim") or model.head_dim) if t == "full_attention" else model.head_dim
+        if rp.get("rope_type") == "proportional":
+            rot = head
+        else:
+            rot = int(head * float(rp.get("partial_rotary_factor") or 1.0))
+        seen.add((head, rot, repr(sorted(rp.items()))))
+    return [rot for _, rot, _ in seen]

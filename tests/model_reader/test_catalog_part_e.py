@@ -111,10 +111,15 @@ def test_gemma4_e2b_per_layer_inputs_and_shared_layers_count_in_the_weights():
     # MLP: 15 layers of intermediate_size, the 20 shared ones twice as wide (use_double_wide_mlp)
     mlp = 3 * h * t["intermediate_size"]
     assert sum(p.per_layer_linear) - sum(p.per_layer_attention) == 15 * mlp + 20 * 2 * mlp
-    # about 4.65B parameters in the text model: 8.67 GiB at bf16 (the 9.54 GiB checkpoint also holds the
-    # vision and audio towers, which this config copy does not describe)
+    # about 4.65B parameters in the text model (the 9.54 GiB checkpoint also holds the vision and audio
+    # towers, which this config copy does not describe)
     assert 4.6e9 < p.total < 4.7e9
-    assert 8.5 < weight_bytes(m, tp=1, pp=1).per_rank_bytes / 2**30 < 8.8
+    assert p.vision == p.audio == 0
+    # the weights are those parameters at bf16 plus two RoPE caches (rope_parameters keyed by layer type):
+    # sliding layers' head_dim wide, full layers' global_head_dim wide (a 'proportional' RoPE rotates the
+    # whole head: vllm==0.25.0 layers/rotary_embedding/gemma4_rope.py)
+    rope = t["max_position_embeddings"] * (t["head_dim"] + t["global_head_dim"]) * 2
+    assert weight_bytes(m, tp=1, pp=1).per_rank_bytes == p.total * 2 + rope
 
 
 def test_per_layer_input_params_split_the_table_by_tp():
