@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from configurator.estimate.features import FeatureMemory, plan_features, spec_capture_sizes
+from configurator.estimate.features import FeatureMemory, mm_limits, plan_features, spec_capture_sizes
 from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
@@ -184,8 +184,11 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         total = cal.measured.total_bytes
     requested = requested_bytes(total, inp.util, b.requested_rounding)
     stages = pp_layer_split(model.num_hidden_layers, pp)
+    # a tower whose every modality --limit-mm-per-prompt sets to 0 is not built; buffers a model allocates while
+    # it loads are sized by max_num_batched_tokens (configurator/memory/weights.py)
+    off = {k for k, v in mm_limits(f.get("limit_mm_per_prompt")).items() if v == 0}
     w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype,
-                     compute_capability=inp.gpu.sm)
+                     compute_capability=inp.gpu.sm, max_num_batched_tokens=inp.mnbt, modalities_off=off)
     # optional features (configurator/estimate/features.py): LoRA slots and a draft load with the weights,
     # --cpu-offload-gb keeps some of them in host memory
     feats = plan_features(model, f, version=b.version, dtype=inp.dtype, tp=tp, layers=stages[-1],

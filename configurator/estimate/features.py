@@ -244,7 +244,7 @@ class MultimodalPlan:
                 f"activation peak; --limit-mm-per-prompt '{{\"image\":0}}' (every modality 0) removes it")
 
 
-def _mm_limits(raw: Any) -> dict[str, int]:
+def mm_limits(raw: Any) -> dict[str, int]:
     """--limit-mm-per-prompt: JSON {"image": 2, "video": {"count": 1, ...}} (0.33.0 config/multimodal.py, the
     legacy count-only form too) or the old image=2,video=1 form."""
     if raw in (None, ""):
@@ -304,7 +304,7 @@ def plan_multimodal(model: ModelSpec, flags: dict[str, Any], *, dtype: str, num_
     mods = model_modalities(model)
     if not mods:
         return None
-    limits = _mm_limits(flags.get("limit_mm_per_prompt"))
+    limits = mm_limits(flags.get("limit_mm_per_prompt"))
     on = tuple(m for m in mods if limits.get(m, MM_DEFAULT_LIMIT) > 0)
     if not on:
         return MultimodalPlan(modalities=(), tokens_per_item=0, items=0, tokens=0, activation_bytes=0,
