@@ -28,7 +28,7 @@ DOCS_PAGE = "docs/rules.md"  # every rule's section is DOCS_PAGE#<rule id>
 # somewhere inside the prediction's error band) they become one `memory-at-risk` warning, not errors.
 MEMORY_REFUSALS = ("To serve at least one request", "CUDA out of memory while loading",
                    "No available memory for the cache blocks", "exceeds available Mamba cache blocks",
-                   "Free memory on device")
+                   "Free memory on device", "Cannot auto-fit max_model_len")
 
 
 def verdict_of(result: object) -> str:
@@ -241,6 +241,34 @@ def _tp_error(err: str) -> bool:
     return "divisible by tensor parallel size" in err or "does not divide" in err
 
 
+# the refusal texts the rules above and below report under their own ids (vllm-refuses reports the rest)
+_OWN_RULE_TEXTS = ("To serve at least one request", "CUDA out of memory while loading",
+                   "No available memory for the cache blocks", "exceeds available Mamba cache blocks",
+                   "Free memory on device", "User-specified max_model_len", "no kernel image is available")
+
+
+@rule("vllm-refuses", "vLLM refuses this configuration", "error",
+      "The estimate reproduces a refusal vLLM makes at start-up that no more specific rule names: a quantization "
+      "method the checkpoint has no config for (\"Cannot find the config file for awq\"), bfloat16 on a GPU "
+      "below compute capability 8.0, a speculative-decoding configuration it rejects, a flag the release does "
+      "not have. The message is vLLM's own.",
+      "Do what the message says (drop --quantization for a checkpoint that is not quantized that way, pass "
+      "--dtype half, fix the option), then check again.")
+def _refuses(ctx: Context) -> Iterator[Hit]:
+    e = ctx.estimate
+    for err in (e.errors if e is not None else []):
+        if any(t in err for t in _OWN_RULE_TEXTS):
+            continue
+        if ctx.verdict == "at-risk" and any(t in err for t in MEMORY_REFUSALS):
+            continue  # inside the error band: memory-at-risk says so
+        m = re.search(r"(quantization|dtype|speculative|kv-cache-memory-bytes|bfloat16)", err, re.I)
+        key = {"bfloat16": "dtype", "kv-cache-memory-bytes": "kv_cache_memory_bytes",
+               "speculative": "speculative_config"}.get(m.group(1).lower(), m.group(1).lower()) if m else "model"
+        if "config file for" in err:
+            key = "quantization"
+        yield Hit(err, ctx.server.flag_locs.get(key) or ctx.server.flag_loc("model"))
+
+
 @rule("fp8-kv-unsupported", "fp8 KV cache on a GPU that cannot use it", "warning",
       "An fp8 KV cache needs FP8 support in the attention backend; on older GPUs vLLM refuses it or falls back to "
       "a slow path.", "Use --kv-cache-dtype auto on this GPU, or schedule the pod on an Ada, Hopper or Blackwell GPU.")
@@ -441,6 +469,8 @@ def _at_risk(ctx: Context) -> Iterator[Hit]:
     central = [x for x in e.errors if any(m in x for m in MEMORY_REFUSALS)]
     if central:
         msg += f" (at the central prediction: {central[0]})"
+    # the estimate's own at-risk reasons beyond the band (a CUDA-graph pool with no room, an unmodelled layout)
+    msg += "".join(f"; {w.removeprefix('at-risk: ')}" for w in e.warnings if w.startswith("at-risk: "))
     yield Hit(msg, ctx.server.flag_loc("max_model_len"))
 
 

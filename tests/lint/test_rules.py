@@ -84,6 +84,10 @@ CASES = [
                                    "--model Qwen/Qwen3-0.6B --max-model-len 8192"], command=["/bin/sh", "-c"]), []),
     ("duplicate-flag", deployment(["pip install x && python3 -m vllm.entrypoints.openai.api_server --port 8080 "
                                    "--model Qwen/Qwen3-0.6B"], command=["sh", "-c"]), []),
+    # a refusal the estimate reproduces and no narrower rule names: --quantization awq on a 16-bit checkpoint
+    ("vllm-refuses", deployment([*SERVE, "--quantization", "awq"]), [ARGS_LINE]),
+    ("vllm-refuses", deployment([*SERVE, "--quantization", "fp8"]), []),  # online FP8 of a 16-bit checkpoint
+    ("vllm-refuses", deployment([*SERVE, "--max-model-len", "1000000"]), []),  # max-model-len-over-limit's
     ("gpu-type-unknown", deployment(SERVE, label=None), [9]),
     ("gpu-type-unknown", deployment(SERVE), []),
 ]
