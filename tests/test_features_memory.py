@@ -246,3 +246,35 @@ def test_expert_parallel_lora_holds_whole_local_experts():
     # TP splits the intermediate (I / 2); EP keeps I whole on half the experts: w13 / w2 lora_a on H and lora_b on H
     # are not split by TP, so EP halves them while TP does not
     assert ep < tp
+
+
+def test_speculative_tokens_add_mamba_state_blocks_per_request(estimate_json):
+    # MambaSpec.num_speculative_blocks = num_speculative_tokens (model_executor/layers/mamba/abstract.py) and
+    # max_memory_usage_bytes holds (1 + num_speculative_blocks) pages in 'none' mode (v1/kv_cache_interface.py,
+    # 0.25.0): each Mamba group holds k more blocks per request, the attention groups none
+    def groups(k: int) -> list[tuple[str, int]]:
+        _, d = estimate_json("--model", "Qwen/Qwen3.6-27B-FP8", "--gpu", "h100-80gb", "--vllm-version", "0.25.0",
+                             "--max-model-len", "32768", "--speculative-config",
+                             json.dumps({"method": "mtp", "num_speculative_tokens": k}))
+        return [(g["kind"], g["blocks_per_request"]) for g in d["kv_cache"]["groups"]]
+
+    one, three = groups(1), groups(3)
+    assert [b for kind, b in one if kind == "MambaSpec"] == [2] * sum(1 for kind, _ in one if kind == "MambaSpec")
+    assert all(b3 - b1 == (2 if kind == "MambaSpec" else 0) for (kind, b1), (_, b3) in zip(one, three, strict=True))
+
+
+@pytest.mark.parametrize(("version", "counted"), [("0.25.0", False), ("0.33.0", True)])
+def test_drafter_buffers_come_out_of_the_pool_only_in_the_consumed_accounting(version, counted):
+    # the drafter's persistent input buffers are allocated before profiling (llm_base_proposer.py): they count
+    # where vLLM subtracts the free-memory drop since start-up (0.27+), not before
+    from configurator.estimate.budget import plan_budget
+    from configurator.estimate.inputs import resolve_inputs
+
+    req = EstimateRequest(model="Qwen/Qwen3.6-27B-FP8", gpu="h100-80gb", vllm_version=version,
+                          flags={"max_model_len": 8192,
+                                 "speculative_config": json.dumps({"method": "mtp", "num_speculative_tokens": 1})})
+    budget = plan_budget(resolve_inputs(req), req)
+    drafter = budget.features.drafter_buffers_bytes
+    assert drafter > 0 and any("drafter input buffers" in d for d in budget.derivation)
+    assert (budget.other_bytes == budget.overheads.runner_bytes + drafter) == counted
+    assert (budget.other_bytes == 0) == (not counted)

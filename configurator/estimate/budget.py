@@ -210,7 +210,9 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         if inp.is_moe else 0,
         num_capture_sizes=len(capture_sizes(inp)),
         moe_workspace_persistent=b.moe_workspace_persistent, flashinfer_sampler=b.flashinfer_sampler)
-    other = ov.runner_bytes if b.accounting == "consumed" else 0
+    # runner buffers (and a drafter's persistent input buffers) are allocated before profiling: vLLM takes them
+    # from the KV pool only where it subtracts the free-memory drop since start-up (the 'consumed' accounting)
+    other = ov.runner_bytes + feats.drafter_buffers_bytes if b.accounting == "consumed" else 0
     if feats.activation_bytes:
         ov = replace(ov, activation_bytes=ov.activation_bytes + feats.activation_bytes)
     derivation += feats.lines()

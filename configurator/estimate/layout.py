@@ -94,14 +94,18 @@ def gdn_flashinfer_prefill(model: ModelSpec, gpu: GPU) -> bool:
 
 def mamba_blocks_per_request(inp: Inputs, block_size: int) -> int:
     """Blocks a Mamba-family group holds per request: 1 ('none'), cdiv(L, block) ('all', 0.15-0.27),
-    or 2 (+1 checkpoint block in 0.33) in 'align' mode."""
+    or 2 (+1 checkpoint block in 0.33) in 'align' mode; with speculative decoding each mode holds
+    num_speculative_tokens more (MambaSpec.num_speculative_blocks, v1/kv_cache_interface.py
+    max_memory_usage_bytes; set from the speculative config in model_executor/layers/mamba/abstract.py,
+    0.25.0 and 0.33.0, where --use-replayssm, off by default, makes it 0)."""
     model, b = inp.model, inp.b
+    spec = inp.spec.num_speculative_tokens if inp.spec is not None else 0
     if not (model.has_mamba and inp.prefix):
-        return 1
+        return 1 + spec
     if b.mamba_all_mode and model.mamba_all_mode_capable:
-        return cdiv(inp.max_len, block_size)
+        return cdiv(inp.max_len, block_size) + spec
     ckpt = 1 if (b.mamba_checkpoint_block and (not is_gdn(model) or gdn_flashinfer_prefill(model, inp.gpu))) else 0
-    return 2 + ckpt
+    return 2 + ckpt + spec
 
 
 def with_draft_layers(rank: RankSpecs, inp: Inputs, mamba_conv: int, mamba_ssm: int) -> RankSpecs:
