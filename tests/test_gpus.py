@@ -48,3 +48,13 @@ def test_an_integrated_gpu_says_its_host_memory_is_not_modelled():
     assert not any("shares the host's memory" in w for w in exact.warnings)
     discrete = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="h100-80gb", vllm_version="0.25.0"))
     assert not any("shares the host's memory" in w for w in discrete.warnings)
+
+
+def test_a_derived_total_names_its_gpu_but_never_identifies_a_log():
+    from configurator.hardware.catalog import find_gpu, match_cuda_total
+
+    h20 = find_gpu("NVIDIA-H20-3e")  # the GPU Feature Discovery label
+    assert h20.name == "h20-3e" and h20.total_source.startswith("derived")
+    assert find_gpu("h20").name == "h20"  # a bare H20 is the 96 GB board
+    found, near = match_cuda_total(h20.total_bytes, 6 << 20)  # the H200's observed total, the same figure
+    assert found is not None and found.name == "h200" and [g.name for g in near] == ["h200"]

@@ -154,8 +154,10 @@ def alias_note(name: str) -> str | None:
 def match_cuda_total(total_bytes: int, tolerance_bytes: int) -> tuple[GPU | None, list[GPU]]:
     """The catalog GPU whose CUDA-visible total is within `tolerance_bytes` of a logged total, and every
     GPU within it: (the one, [it]) when exactly one is; (None, those) when none or several are (MIG
-    slices are not matched: their totals are nominal)."""
-    near = sorted((g for g in list_gpus() if abs(g.total_bytes - total_bytes) <= tolerance_bytes),
+    slices are not matched: their totals are nominal; nor is a GPU whose total is derived, not observed:
+    it cannot tell one GPU from another)."""
+    near = sorted((g for g in list_gpus() if abs(g.total_bytes - total_bytes) <= tolerance_bytes
+                   and not g.total_source.startswith("derived")),
                   key=lambda g: abs(g.total_bytes - total_bytes))
     return (near[0] if len(near) == 1 else None), near
 
