@@ -52,3 +52,21 @@ def test_sliding_window_credit_changes_with_release():
     old = _est("openai/gpt-oss-120b", version="0.25.1", max_model_len=131072, kv_cache_memory_bytes=10 << 30)
     new = _est("openai/gpt-oss-120b", version="0.26.0", max_model_len=131072, kv_cache_memory_bytes=10 << 30)
     assert new.kv_cache.blocks_per_request > old.kv_cache.blocks_per_request  # 2 x mnbt in flight
+
+
+def test_model_runner_v2_profiles_its_sampler_without_top_k_top_p():
+    # V2's dummy requests carry no top-k / top-p (gpu/model_runner.py _dummy_sampler_run, 0.25.0): bf16 logits and
+    # one fp32 copy, whatever the fitted sort-based copies are; V1 takes the fitted copies
+    from dataclasses import replace
+
+    from configurator.memory.overheads import DEFAULT_COEFFICIENTS, V2_SAMPLER_COPIES, estimate_overheads
+
+    def act(v2: bool, copies: float) -> int:
+        co = replace(DEFAULT_COEFFICIENTS, sampler_copies_at_256=copies, forward_bytes_per_element=0.0)
+        return estimate_overheads(hidden_size=1024, intermediate_size=4096, num_attention_heads=16, num_kv_heads=8,
+                                  head_dim=64, vocab_size=100_000, num_layers_on_rank=8, max_num_batched_tokens=2048,
+                                  max_num_seqs=256, tp=1, pp=1, last_stage=True, enforce_eager=True,
+                                  cudagraph_counted=False, v2_sampler_state=v2, coeffs=co).activation_bytes
+
+    assert act(True, 3.0) == act(True, 9.0) == int(256 * 100_000 * 4 * V2_SAMPLER_COPIES)
+    assert act(False, 9.0) == 3 * act(False, 3.0)

@@ -56,6 +56,10 @@ DEFAULT_COEFFICIENTS = OverheadCoefficients()
 # model's bf16 logits (0.5), their fp32 copy (Sampler.forward: logits.to(torch.float32), 1) and the
 # softmax probabilities it samples from (1). Not fitted; the sort-based PyTorch path is (sampler_copies).
 FLASHINFER_SAMPLER_COPIES = 2.5
+# Model runner V2's profiling sampler (v1/worker/gpu/model_runner.py _dummy_sampler_run and gpu/sample/sampler.py
+# apply_sampling_params, 0.25.0): the dummy requests carry no top-k / top-p / logprobs, so it holds the model's
+# bf16 logits (0.5) and their fp32 copy (1), then samples with a Gumbel kernel in place. Not fitted.
+V2_SAMPLER_COPIES = 1.5
 REFERENCE_CAPTURE_SIZES = 51  # default capture sizes at a 512 ceiling (1, 2, 4, 8..248 by 8, 256..512 by 16)
 
 
@@ -110,7 +114,8 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
     width = (2 * mlp + (num_attention_heads + 2 * num_kv_heads) * head_dim) // tp + 4 * hidden_size
     forward = int(max_num_batched_tokens * width * coeffs.forward_bytes_per_element)
     rows = min(max_num_seqs, max_num_batched_tokens)
-    copies = FLASHINFER_SAMPLER_COPIES if flashinfer_sampler else coeffs.sampler_copies(rows)
+    copies = (FLASHINFER_SAMPLER_COPIES if flashinfer_sampler else V2_SAMPLER_COPIES if v2_sampler_state
+              else coeffs.sampler_copies(rows))
     sampler = int(rows * vocab_size * 4 * copies) if last_stage else 0
     activation = workspace + max(forward, sampler)
     non_torch = coeffs.non_torch_multi_gpu_bytes if tp * pp > 1 else coeffs.non_torch_tp1_bytes
