@@ -11,8 +11,8 @@ memory" must land within:
 - across a --tensor-parallel-size change, the band the estimate reports: the calibrated run did not
   measure the new layout's communication memory (NCCL, custom all-reduce), which the overhead model
   predicts only roughly, so the estimate widens its band to the dev logs' error for that era and
-  class instead of the calibrated 0.125 GiB. Measured after the second 2026-12-02 refit: 0.16-0.17 GiB off
-  for a TP 1 <-> 2 change of Qwen2-7B on an A100 (0.10.1), 0.29-0.35 GiB for the larger Qwen3 pair
+  class instead of the calibrated 0.125 GiB. Measured after the last 2026-12-02 refit: 0.09-0.10 GiB off
+  for a TP 1 <-> 2 change of Qwen2-7B on an A100 (0.10.1), 0.77-0.88 GiB for the larger Qwen3 pair
   on an H100 that prints no release; each inside its band.
 
 A record that prints no release is calibrated and predicted as the tool does (`calibrate` assumes the
