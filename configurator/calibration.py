@@ -180,11 +180,11 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     f: dict = {}
     for k, v in (log.non_default_args or {}).items():
         if k in BY_DEST and k != "model" and v is not None:
-            if isinstance(v, dict | list) and BY_DEST[k].type == "str":
-                v = json.dumps(v)  # a JSON option vLLM printed as the dict it parsed ({'image': 0})
             try:
+                if isinstance(v, dict | list) and BY_DEST[k].type == "str":
+                    v = json.dumps(v)  # a JSON option vLLM printed as the dict it parsed ({'image': 0})
                 f[k] = convert(BY_DEST[k], v)
-            except InputError:
+            except (InputError, TypeError, ValueError):  # a value no flag takes (a set, bytes): not carried over
                 continue
     for k in ("max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
               "kv_cache_dtype", "quantization", "enforce_eager", "block_size"):

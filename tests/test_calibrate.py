@@ -148,3 +148,13 @@ def test_calibrate_refuses_a_fifo_and_an_endless_stream_at_once(tmp_path):
     with open("/dev/zero", "rb") as zero:
         r = subprocess.run([*vc, "-", "--gpu", "l4"], stdin=zero, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "limit" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_argument_value_json_cannot_hold_is_dropped_not_a_traceback(run_cli, tmp_path):
+    log = tmp_path / "vllm.log"
+    text = _log_from_record({"model_id": "Qwen/Qwen3-14B", "vllm_version": "0.28.0", "max_model_len": 40960,
+                             "model_loading_gib": 27.52, "available_kv_cache_gib": 11.57})
+    log.write_text(text.replace("'max_model_len': 40960}", "'max_model_len': 40960, 'limit_mm_per_prompt': "
+                                "{'image': {1, 2}}}"))
+    res = run_cli("calibrate", str(log), "--gpu", "l40s", "-o", str(tmp_path / "c.yaml"))
+    assert res.exit_code == 0 and "Traceback" not in res.stderr, res.stderr

@@ -32,7 +32,13 @@ from configurator.memory.features import (
     moe_lora_bytes,
 )
 from configurator.memory.kv_dtype import DTYPE_BYTES
-from configurator.memory.weights import count_params, expert_bytes_per_param, num_experts, weight_bytes
+from configurator.memory.weights import (
+    count_params,
+    expert_bytes_per_param,
+    model_modalities,
+    num_experts,
+    weight_bytes,
+)
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv, human_bytes
 from configurator.vllm.versions import behaviour
@@ -270,21 +276,6 @@ def mm_limits(raw: Any) -> dict[str, int]:
         except (TypeError, ValueError):
             raise InputError(f"--limit-mm-per-prompt: {k}: expected a count, got {n!r}") from None
     return out
-
-
-def model_modalities(model: ModelSpec) -> tuple[str, ...]:
-    """Non-text modalities the config declares: a vision tower -> image (and video when it has a
-    temporal patch size, the Qwen-VL video input), an audio tower -> audio."""
-    c = model.full_config
-    vision = c.get("vision_config")
-    out = []
-    if isinstance(vision, dict) or model.is_multimodal:
-        out.append("image")
-        if isinstance(vision, dict) and vision.get("temporal_patch_size"):
-            out.append("video")
-    if isinstance(c.get("audio_config"), dict):
-        out.append("audio")
-    return tuple(out)
 
 
 def _tokens_per_image(model: ModelSpec) -> int:

@@ -64,7 +64,7 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
     room = budget.free_bytes - budget.requested_bytes
     ov = budget.overheads
     spill = ov.graph_pool_bytes if not ov.cudagraph_bytes else 0
-    tight = not fixed and spill > 0 and room < spill
+    tight = not fixed and not budget.kv_bytes_flag and spill > 0 and room < spill
     if fixed or at_high:
         state = "refused"
     elif verdict.errors or at_low or tight:

@@ -522,6 +522,21 @@ def _not_modelled(ctx: Context) -> Iterator[Hit]:
         yield Hit(f"{option} changes GPU memory, but the memory model leaves it out: the verdict ignores it", loc)
 
 
+@rule("estimate-not-modelled", "The estimate names a memory mechanism it does not model here", "info",
+      "The estimate says what it leaves out for this server and why (an integrated GPU's host memory counted by "
+      "vLLM, a KV layout, a multimodal tower's transient peak, speculative-decoding keys it does not read): the "
+      "verdict stands, with that caveat. Reported so that nothing the estimate knows it missed passes in silence.",
+      "Read the caveat; where it matters, calibrate from a real start-up log (`vllm-configurator calibrate`) or "
+      "pin the KV pool with --kv-cache-memory-bytes.")
+def _estimate_not_modelled(ctx: Context) -> Iterator[Hit]:
+    e = ctx.estimate
+    seen = set()
+    for w in (e.warnings if e is not None else []):
+        if w.startswith("not-modelled: ") and w not in seen:
+            seen.add(w)
+            yield Hit(w.removeprefix("not-modelled: "), ctx.server.flag_loc("model") or ctx.server.loc)
+
+
 # Images whose entrypoint already runs the server: vllm-project/vllm docker/Dockerfile, stage vllm-openai
 # (ENTRYPOINT ["vllm", "serve"]; before, python3 -m vllm.entrypoints.openai.api_server, which rejects a
 # leading "serve" just the same).

@@ -386,31 +386,43 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
     off = towers_skipped(modalities_off)
     towers = (0 if "vision" in off else p.vision) + (0 if "audio" in off else p.audio)
     best_rank = 0.0
+    first_rank = 0.0
     for s, layers in enumerate(stages):
         b = sum(per_layer[i] for i in layers)
         b += sum(p.per_layer_other[i] for i in layers) * dt
         if s == 0:
-            b += p.embedding * dt / tp + towers * dt + model_load_buffer_bytes(model, max_num_batched_tokens, dt)
+            b += p.embedding * dt / tp + towers * dt
         if s == len(stages) - 1:
             b += (p.lm_head if p.lm_head else (p.embedding if pp > 1 else 0)) * dt / tp
+        if s == 0:
+            first_rank = b
         best_rank = max(best_rank, b)
+    # buffers the model allocates while it loads (not in the checkpoint, so never scaled by its size below)
+    buffers = model_load_buffer_bytes(model, max_num_batched_tokens, dt)
     # one copy of the replicated parts (routers, replicated linears) in the checkpoint, a TP share of the rest
-    repl = sum(_replicated_bytes(p, i, dt, _attention_width(model, dt, method, bits)) for i in range(len(per_layer)))
+    width = _attention_width(model, dt, method, bits)
+    repl = sum(_replicated_bytes(p, i, dt, width) for i in range(len(per_layer)))
     total = (p.embedding + p.lm_head + p.vision + p.audio + sum(p.per_layer_other)) * dt \
         + (sum(per_layer) - repl) * tp + repl
     # registered buffers load with the weights: the RoPE cos/sin cache (one per distinct RoPE)
-    best_rank += _rope_cache_bytes(model, dt)
+    rope = _rope_cache_bytes(model, dt)
+    best_rank += rope
+    first_rank += rope
     if model.weights_bytes and quantization in (None, model.quant.method) and method not in REPACKED:
         share = best_rank / total if total else 1.0
-        return WeightEstimate(int(model.weights_bytes * share), model.weights_bytes, "checkpoint", p.total)
-    return WeightEstimate(int(best_rank), int(total), "config", p.total)
+        heaviest = max(best_rank, first_rank + buffers) if buffers else best_rank
+        extra = heaviest - best_rank  # the buffers' excess on the heaviest rank, in bytes as allocated
+        return WeightEstimate(int(model.weights_bytes * share + extra), model.weights_bytes, "checkpoint", p.total)
+    return WeightEstimate(int(max(best_rank, first_rank + buffers)), int(total), "config", p.total)
 
 
 def towers_skipped(modalities_off: Collection[str]) -> frozenset[str]:
     """The towers vLLM does not build when these modalities are limited to 0: SupportsMultiModal.
     _mark_tower_model (vllm==0.28.0 model_executor/models/interfaces.py) replaces a tower's modules by
     StageMissingLayer when the limit of every modality it serves is 0; gemma4_mm.py marks the vision tower
-    for {"image", "video"} and the audio tower for "audio" (--language-model-only sets every limit to 0)."""
+    for {"image", "video"} and the audio tower for "audio". Which modalities another model's tower serves is
+    its class's choice, so a vision tower is dropped only when both image and video are off (counting a
+    tower vLLM skips errs towards less KV, never towards a false `fits`)."""
     off = {str(m) for m in modalities_off}
     skipped = set()
     if {"image", "video"} <= off:
@@ -420,6 +432,21 @@ def towers_skipped(modalities_off: Collection[str]) -> frozenset[str]:
     return frozenset(skipped)
 
 
+def model_modalities(model: ModelSpec) -> tuple[str, ...]:
+    """Non-text modalities the config declares: a vision tower -> image (and video when it has a
+    temporal patch size, the Qwen-VL video input), an audio tower -> audio."""
+    c = model.full_config
+    vision = c.get("vision_config")
+    out = []
+    if isinstance(vision, dict) or model.is_multimodal:
+        out.append("image")
+        if isinstance(vision, dict) and vision.get("temporal_patch_size"):
+            out.append("video")
+    if isinstance(c.get("audio_config"), dict):
+        out.append("audio")
+    return tuple(out)
+
+
 def model_load_buffer_bytes(model: ModelSpec, max_num_batched_tokens: int, dt: int) -> int:
     """Buffers a model allocates at max_num_batched_tokens while it is built, so inside 'Model loading took'.
     Gemma 4 with per-layer inputs: Gemma4ForConditionalGeneration.__init__ pre-allocates per_layer_embeddings,
@@ -427,7 +454,7 @@ def model_load_buffer_bytes(model: ModelSpec, max_num_batched_tokens: int, dt: i
     for CUDA-graph capture (vllm==0.21.0 / 0.25.0 / 0.28.0 / 0.33.0 model_executor/models/gemma4_mm.py), on every TP
     rank. gemma-4-E4B at 2,048 tokens: 2,048 x 42 x 256 x 2 B = 42 MiB; E2B at 8,192: 140 MiB. 0 otherwise."""
     if max_num_batched_tokens <= 0 or "Gemma4ForConditionalGeneration" not in model.architectures:
-        return 0
+        return 0  # the class that allocates it (a text-only Gemma4ForCausalLM does not)
     width = int(model.text_config.get("hidden_size_per_layer_input") or 0)
     return max_num_batched_tokens * model.num_hidden_layers * width * dt
 

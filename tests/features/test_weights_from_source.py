@@ -286,3 +286,14 @@ def test_an_unmodelled_kv_layout_is_never_a_plain_fits():
     plain = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="B200", vllm_version="0.25.0",
                                      flags={"max_model_len": 32768}))
     assert plain.verdict == "fits" and plain.kv_cache_bytes_low > 0
+
+
+def test_kv_cache_memory_bytes_is_never_at_risk_for_the_graph_pool_room():
+    # with --kv-cache-memory-bytes vLLM does not use util x total, so the room outside that budget is not the
+    # question (pipeline.with_band); a pre-0.20 release at utilization 0.97 would otherwise be flagged
+    base = {"gpu_memory_utilization": 0.97, "max_model_len": 4096}
+    r = estimate(EstimateRequest(model="Qwen/Qwen3-0.6B", gpu="l4", vllm_version="0.19.0", flags=base))
+    assert r.verdict == "at-risk" and any("CUDA-graph pool" in w for w in r.warnings)
+    pinned = estimate(EstimateRequest(model="Qwen/Qwen3-0.6B", gpu="l4", vllm_version="0.19.0",
+                                      flags={**base, "kv_cache_memory_bytes": 2 << 30}))
+    assert pinned.verdict == "fits" and not any("CUDA-graph pool" in w for w in pinned.warnings)

@@ -79,6 +79,9 @@ CASES = [
      [ARGS_LINE, ARGS_LINE]),
     ("not-modelled", deployment([*SERVE, "--enable-lora", "--max-loras", "4"]), []),  # LoRA is modelled
     ("not-modelled", deployment(SERVE), []),
+    # what the estimate names as not modelled reaches check too: an integrated GPU's host memory (GB10)
+    ("estimate-not-modelled", deployment(SERVE, label="NVIDIA-GB10"), [ARGS_LINE]),
+    ("estimate-not-modelled", deployment(SERVE), []),
     ("duplicate-flag", deployment([*SERVE, "--max-model-len", "4096"]), [ARGS_LINE]),
     ("duplicate-flag", deployment(["python3 -m vllm.entrypoints.openai.api_server --port 8080 "
                                    "--model Qwen/Qwen3-0.6B --max-model-len 8192"], command=["/bin/sh", "-c"]), []),

@@ -190,3 +190,20 @@ def test_every_dev_record_that_logs_model_loading_is_within_3_percent():
     assert quantized, "the set includes quantized checkpoints"
     bad = [x for x in checked if abs(x[1]) > 3.0]
     assert not bad, bad
+
+
+def test_load_time_buffers_are_added_as_allocated_not_scaled_by_the_checkpoint_size():
+    # the per-layer-input buffer is allocated at max_num_batched_tokens (gemma4_mm.py), not read from the
+    # checkpoint: with a known checkpoint size the count is scaled to it, the buffer is not
+    from dataclasses import replace
+
+    from configurator.memory.weights import model_load_buffer_bytes, weight_bytes
+    from configurator.model.resolve import resolve_model
+
+    m = resolve_model("google/gemma-4-E4B-it")
+    buf = model_load_buffer_bytes(m, 2048, 2)
+    assert buf == 2048 * m.num_hidden_layers * int(m.text_config["hidden_size_per_layer_input"]) * 2
+    for spec in (m, replace(m, weights_bytes=int(weight_bytes(m, tp=1, pp=1).per_rank_bytes * 0.55))):
+        without = weight_bytes(spec, tp=1, pp=1).per_rank_bytes
+        with_buf = weight_bytes(spec, tp=1, pp=1, max_num_batched_tokens=2048).per_rank_bytes
+        assert with_buf - without == buf
