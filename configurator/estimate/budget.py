@@ -20,7 +20,7 @@ from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
 from configurator.memory.overheads import OverheadCoefficients, Overheads, estimate_overheads
-from configurator.memory.weights import WeightEstimate, weight_bytes
+from configurator.memory.weights import WeightEstimate, expert_intermediate, experts_per_token, weight_bytes
 from configurator.units import MiB, format_gib
 from configurator.vllm import messages
 from configurator.vllm.defaults import cudagraph_capture_sizes
@@ -205,9 +205,8 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         tp=tp, pp=pp, last_stage=True, enforce_eager=inp.eager,
         cudagraph_counted=b.cudagraph_estimate and (not inp.v2 or b.v2_cudagraph_estimate),
         v2_sampler_state=inp.v2, coeffs=req.coefficients or coefficients_for(b.version),
-        moe_intermediate_size=int(tc.get("moe_intermediate_size") or model.intermediate_size or 0) if inp.is_moe else 0,
-        experts_per_token=int(tc.get("num_experts_per_tok") or tc.get("top_k_experts") or tc.get("moe_topk") or 0)
-        if inp.is_moe else 0,
+        moe_intermediate_size=(expert_intermediate(tc) or model.intermediate_size or 0) if inp.is_moe else 0,
+        experts_per_token=experts_per_token(tc) if inp.is_moe else 0,
         num_capture_sizes=len(capture_sizes(inp)),
         moe_workspace_persistent=b.moe_workspace_persistent, flashinfer_sampler=b.flashinfer_sampler)
     # runner buffers (and a drafter's persistent input buffers) are allocated before profiling: vLLM takes them

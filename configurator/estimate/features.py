@@ -35,6 +35,8 @@ from configurator.memory.kv_dtype import DTYPE_BYTES
 from configurator.memory.weights import (
     count_params,
     expert_bytes_per_param,
+    expert_intermediate,
+    experts_per_token,
     model_modalities,
     num_experts,
     weight_bytes,
@@ -211,8 +213,8 @@ def plan_parallel(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype: st
     if ranks > 1 and num_tokens and flags.get("all2all_backend") in (None, "", "naive", "allgather_reducescatter"):
         # the default dispatch all-gathers every DP rank's tokens before the experts: NaiveAll2AllManager (0.10.1),
         # AgRsAll2AllManager (allgather_reducescatter, 0.25.0 / 0.33.0), distributed/device_communicators/all2all.py
-        top_k = int(c.get("num_experts_per_tok") or c.get("top_k_experts") or c.get("moe_topk") or 0)
-        inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or model.intermediate_size)
+        top_k = experts_per_token(c)
+        inter = expert_intermediate(c) or model.intermediate_size
         persistent = behaviour(version).moe_workspace_persistent if version else True
         act = dp_moe_gather_bytes(num_tokens, ranks, top_k=top_k, moe_intermediate_size=inter,
                                   hidden_size=model.hidden_size, moe_tp=1 if moe.use_ep else split,
@@ -454,7 +456,7 @@ def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: i
         by_index.setdefault(g.index, []).append(g)
     fam: dict[str, list] = {"attention": [], "mlp": [], "experts": [], "embeddings": []}
     experts = num_experts(c)
-    moe_inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or model.intermediate_size)
+    moe_inter = expert_intermediate(c) or model.intermediate_size
     shared_inter = int(c.get("shared_expert_intermediate_size") or 0) or \
         int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0) * moe_inter
     for i in layers:
@@ -546,7 +548,7 @@ def plan_lora(model: ModelSpec, flags: dict[str, Any], *, version: str, dtype: s
         # embeddings_tensors (max_loras, extra vocab, H) in the model dtype, in the embedding and the lm_head slots
         parts += (("extra vocab", 2 * loras * LORA_EXTRA_VOCAB * model.hidden_size * DTYPE_BYTES.get(dtype, 2)),)
     total = sum(b for _, b in parts)
-    top_k = int(c.get("num_experts_per_tok") or c.get("top_k_experts") or c.get("moe_topk") or 0)
+    top_k = experts_per_token(c)
     act = lora_activation_bytes(num_tokens, s, top_k, DTYPE_BYTES.get(dtype, 2))
     return LoraPlan(settings=s, max_cpu_loras=cpu, weights_bytes=total, activation_bytes=act, parts=parts)
 

@@ -343,7 +343,6 @@ def argv_items(c: Node, key: str) -> list[tuple[Node, str]]:
 # Images whose name mentions vLLM but that run no vLLM server: this tool's own image (the webhook and
 # audit Deployments of charts/vllm-configurator-webhook run `vllm-configurator webhook ...`), and the words
 # that name a component around vLLM rather than the server (production-stack's router, operators).
-NOT_VLLM_IMAGES = frozenset({"vllm-configurator"})
 _NOT_SERVER_WORDS = ("router", "operator", "controller", "webhook", "exporter", "gateway", "proxy", "configurator")
 # vLLM's server entrypoints: `vllm serve` (vllm/entrypoints/cli/main.py) and the modules older manifests run
 # with `python -m` (vllm.entrypoints.openai.api_server, vllm.entrypoints.api_server)
@@ -358,7 +357,7 @@ def image_names_vllm(image: str) -> bool:
     tool's own image or a component around vLLM (a router, an operator). The registry or organisation alone
     (ghcr.io/vllm-project/...) does not make a server image."""
     repo = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
-    return "vllm" in repo and repo not in NOT_VLLM_IMAGES and not any(w in repo for w in _NOT_SERVER_WORDS)
+    return "vllm" in repo and not any(w in repo for w in _NOT_SERVER_WORDS)  # "configurator": this tool
 
 
 def argv_words(argv: list[str]) -> list[str]:

@@ -242,9 +242,8 @@ def _tp_error(err: str) -> bool:
 
 
 # the refusal texts the rules above and below report under their own ids (vllm-refuses reports the rest)
-_OWN_RULE_TEXTS = ("To serve at least one request", "CUDA out of memory while loading",
-                   "No available memory for the cache blocks", "exceeds available Mamba cache blocks",
-                   "Free memory on device", "User-specified max_model_len", "no kernel image is available")
+_OWN_RULE_TEXTS = (*(t for t in MEMORY_REFUSALS if t != "Cannot auto-fit max_model_len"),
+                   "User-specified max_model_len", "no kernel image is available")
 
 
 @rule("vllm-refuses", "vLLM refuses this configuration", "error",
@@ -257,10 +256,8 @@ _OWN_RULE_TEXTS = ("To serve at least one request", "CUDA out of memory while lo
 def _refuses(ctx: Context) -> Iterator[Hit]:
     e = ctx.estimate
     for err in (e.errors if e is not None else []):
-        if any(t in err for t in _OWN_RULE_TEXTS):
-            continue
-        if ctx.verdict == "at-risk" and any(t in err for t in MEMORY_REFUSALS):
-            continue  # inside the error band: memory-at-risk says so
+        if any(t in err for t in _OWN_RULE_TEXTS) or not any(True for _ in ctx.refusals(err, None)):
+            continue  # a narrower rule's, or inside the error band (memory-at-risk says so)
         m = re.search(r"(quantization|dtype|speculative|kv-cache-memory-bytes|bfloat16)", err, re.I)
         key = {"bfloat16": "dtype", "kv-cache-memory-bytes": "kv_cache_memory_bytes",
                "speculative": "speculative_config"}.get(m.group(1).lower(), m.group(1).lower()) if m else "model"

@@ -133,8 +133,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
     return ParamCounts(embedding, lm_head, tuple(linear), tuple(other), vision=_vision_params(model.full_config, h),
                        per_layer_attention=tuple(attn), per_layer_experts=tuple(exp), per_layer_router=tuple(rout),
                        per_layer_replicated=tuple(repl_by_layer.get(i, 0) for i in range(n)),
-                       experts=(n_exp, h, int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size")
-                                               or c.get("intermediate_size") or 0) if n_exp else 0),
+                       experts=(n_exp, h, expert_intermediate(c)) if n_exp else 0,
                        audio=audio_params(model.full_config, h))
 
 
@@ -334,12 +333,22 @@ def num_experts(c: dict) -> int:
     return int(experts or 0)
 
 
+def experts_per_token(c: dict) -> int:
+    """Routed experts each token goes to (top-k) from a (text) config; 0 for a dense model."""
+    return int(c.get("num_experts_per_tok") or c.get("top_k_experts") or c.get("moe_topk") or 0)
+
+
+def expert_intermediate(c: dict) -> int:
+    """One routed expert's intermediate width from a (text) config (the dense width when it names none)."""
+    return int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size") or 0)
+
+
 def _routed_params(c: dict, h: int) -> tuple[int, int]:
     """(routed experts' gate/up/down weights, router gate) of one MoE layer."""
     experts = num_experts(c)
     if not experts:
         return 0, 0
-    inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size"))
+    inter = expert_intermediate(c)
     return experts * 3 * h * inter, h * experts
 
 
@@ -347,7 +356,7 @@ def _moe_params(c: dict, h: int) -> int:
     experts = num_experts(c)
     if not experts:
         return 0
-    inter = int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size"))
+    inter = expert_intermediate(c)
     per_expert = 3 * h * inter
     shared = int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0)
     shared_inter = int(c.get("shared_expert_intermediate_size") or 0)

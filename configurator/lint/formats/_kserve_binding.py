@@ -59,6 +59,13 @@ class Binding:
     container: Node
 
 
+def fill_template_model(s, uri: str | None, loc) -> None:
+    """A server whose model is a template's (/mnt/models, a placeholder) takes the model the storage URI names:
+    a Hugging Face id from hf://, else the URI as written (pvc://, s3://, gs://: mapped like a path with models:)."""
+    if uri and template_model(s.flags.get("model")):
+        set_model(s, model_from_uri(uri) or uri.strip(), loc)
+
+
 def template_model(model: object) -> bool:
     """Whether a runtime's model is filled from the InferenceService: none, /mnt/models (or below it), or a
     placeholder (`${MODEL}`, `{{.Name}}`) left for the pod's shell or KServe."""
@@ -191,9 +198,7 @@ def bound_server(isvc: Node, pred: Node, model: Node, b: Binding) -> Server | No
     if tokens is None:
         return None
     apply_tokens(s, tokens)
-    uri = model.str("storageUri")
-    if template_model(s.flags.get("model")) and uri:
-        set_model(s, model_from_uri(uri) or uri.strip(), model.loc("storageUri"))
+    fill_template_model(s, model.str("storageUri"), model.loc("storageUri"))
     if rt_spec is not None:
         container_facts(s, rt_spec, rc)  # /dev/shm, probes and GPUs of the runtime's container ...
     container_facts(s, pred, model)  # ... the InferenceService's where it sets them

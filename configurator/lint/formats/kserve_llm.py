@@ -31,10 +31,16 @@ from configurator.lint.extract import (
 )
 from configurator.lint.formats import register
 from configurator.lint.formats._common import model_from_uri, new_server, set_model, tokens
-from configurator.lint.formats._kserve_binding import bindings, bound_server, template_model, unbound_notice
+from configurator.lint.formats._kserve_binding import (
+    RUNTIMES,
+    bindings,
+    bound_server,
+    fill_template_model,
+    template_model,
+    unbound_notice,
+)
 from configurator.lint.shape import Node
 
-RUNTIMES = ("ServingRuntime", "ClusterServingRuntime")
 _MODEL = re.compile(r"^[\w./:@+-]+$")  # a Hugging Face id or a path; not `${MODEL}` or shell syntax
 HF_IMAGE = "huggingfaceserver"
 # A custom predictor's model location (kserve/kserve pkg/apis/serving/v1beta1/predictor_custom.go @
@@ -156,9 +162,7 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     elif model is not None and fmt not in ("huggingface", "vllm"):
         s = container_server(obj, pred, model, inputs, kind="InferenceService", default_name="model")
         if s is not None:
-            uri = model.str("storageUri")
-            if template_model(s.flags.get("model")) and uri:
-                set_model(s, model_from_uri(uri) or uri.strip(), model.loc("storageUri"))
+            fill_template_model(s, model.str("storageUri"), model.loc("storageUri"))
             out.append(s)
     elif model is not None:
         s = _runtime_server(obj, pred, model, hf=fmt == "huggingface")
@@ -169,10 +173,9 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
             s = _runtime_server(obj, pred, c, hf=True)
         else:
             s = container_server(obj, pred, c, inputs, kind="InferenceService", default_name=str(c.path[-1]))
-            uri = s.env.get(STORAGE_URI_ENV) if s is not None else None
-            if s is not None and uri and template_model(s.flags.get("model")):
+            if s is not None:
                 # a custom predictor: the storage initializer downloads STORAGE_URI to /mnt/models
-                set_model(s, model_from_uri(uri) or uri.strip(), s.flag_loc("model"))
+                fill_template_model(s, s.env.get(STORAGE_URI_ENV), s.flag_loc("model"))
         if s is not None:
             out.append(s)
     return out
