@@ -38,6 +38,7 @@ from configurator.memory.weights import (
     expert_intermediate,
     experts_per_token,
     model_modalities,
+    moe_layer,
     num_experts,
     weight_bytes,
 )
@@ -425,7 +426,7 @@ def is_moe_layer(c: dict, i: int) -> bool:
         return i < len(pattern) and pattern[i] == "E"
     first_dense = int(c.get("first_k_dense_replace") or 0)
     freq = c.get("moe_layer_freq") if isinstance(c.get("moe_layer_freq"), int) else 1
-    return i >= first_dense and (i - first_dense) % max(int(freq or 1), 1) == 0
+    return moe_layer(c, i, first_dense, int(freq or 1))
 
 
 def _gated(c: dict) -> bool:

@@ -409,6 +409,19 @@ def _model_from_served_name(ctx: Context) -> Iterator[Hit]:
         yield Hit(ctx.model_note, ctx.server.flag_loc("served_model_name"))
 
 
+@rule("model-inferred", "Model geometry inferred, not read from its config.json", "info",
+      "The model was resolved without its own config.json: a quantized or fine-tuned derivative's name (its base's "
+      "geometry, the quantization the name implies), a path whose last part names a catalog model, or a catalog "
+      "entry derived from several sources because no copy of the published file was found. The verdict is "
+      "that model's; reported so that a guess never passes as a reading.",
+      "Map the name to its real config.json with --model-config NAME=PATH, models: in .vllm-configurator.yaml or "
+      "the vllm-configurator.io/model annotation (a local config.json) to be exact.")
+def _model_inferred(ctx: Context) -> Iterator[Hit]:
+    inferred = getattr(ctx.model, "inferred", None)
+    if inferred:
+        yield Hit(inferred, ctx.server.flag_loc("model") or ctx.server.loc)
+
+
 @rule("startup-probe-too-short", "Probes kill the server before the weights load", "warning",
       "The kubelet restarts a container whose startup (or liveness) probe fails for longer than its budget; "
       "loading the weights, compiling and capturing CUDA graphs take minutes on large models.",

@@ -88,7 +88,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
             else:
                 proj = 2 * h * h
             mamba_by_layer[g.index] = proj
-    dense_mlp = _mlp_params(h, model.intermediate_size, c)
+    dense_mlp = _mlp_params(h, int(c.get("intermediate_size_mlp") or model.intermediate_size), c)
     moe = _moe_params(c, h)
     routed, router = _routed_params(c, h)
     linear, other, attn, exp, rout = [], [], [], [], []
@@ -110,7 +110,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
             ch = pattern[i] if i < len(pattern) else "-"
             lin += moe if ch == "E" else dense_mlp if ch == "-" else 0
             has_moe = ch == "E"
-        elif moe and i >= first_dense and (i - first_dense) % freq == 0:
+        elif moe and moe_layer(c, i, first_dense, freq):
             lin += moe
             has_moe = True
             if c.get("enable_moe_block") or str(c.get("model_type", "")).startswith("gemma4"):
@@ -212,14 +212,26 @@ def _vision_params(config: dict, text_hidden: int) -> int:
     h = int(v.get("hidden_size") or v.get("embed_dim") or 0)
     depth = int(v.get("depth") or v.get("num_hidden_layers") or 0)
     inter = int(v.get("intermediate_size") or 4 * h)
+    out = int(v.get("out_hidden_size") or text_hidden)
+    if v.get("embed_dim"):
+        # Qwen2-VL's convention (vllm==0.11.0 model_executor/models/qwen2_vl.py Qwen2VisionTransformer): the
+        # blocks are embed_dim wide with an MLP of embed_dim x mlp_ratio, and hidden_size is the merger's
+        # output (the text width), not the tower's
+        h = int(v["embed_dim"])
+        inter = int(h * float(v.get("mlp_ratio") or 4))
+        out = int(v.get("hidden_size") or out)
     if not h or not depth:
         return 0
     patch = int(v.get("patch_size") or 14)
     chans = int(v.get("in_channels") or v.get("num_channels") or 3) * int(v.get("temporal_patch_size") or 1)
     merge = int(v.get("spatial_merge_size") or 1) ** 2
-    out = int(v.get("out_hidden_size") or text_hidden)
     mlp = 2 * h * inter
     extra = 0
+    if "qwen2_5_vl" in (str(config.get("model_type", "")), str(v.get("model_type", ""))):
+        # Qwen2.5-VL's vision blocks have a gated MLP: vllm==0.11.0 model_executor/models/qwen2_5_vl.py
+        # Qwen2_5_VisionMLP is gate_up_proj (MergedColumnParallelLinear, [intermediate] * 2) + down_proj
+        # (Qwen2-VL's and Qwen3-VL's towers have two: fc1 / fc2, linear_fc1 / linear_fc2)
+        mlp = 3 * h * inter
     if str(v.get("model_type", "")) == "gemma4_vision":
         # Gemma 4's vision tower (transformers' Gemma4VisionModel, which vLLM 0.25.1 gemma4_mm.py builds
         # with AutoModel.from_config) has a gated gate/up/down MLP and a factorized position table
@@ -352,13 +364,27 @@ def _routed_params(c: dict, h: int) -> tuple[int, int]:
     return experts * 3 * h * inter, h * experts
 
 
+def moe_layer(c: dict, i: int, first_dense: int = 0, freq: int = 1) -> bool:
+    """Whether decoder layer i of an MoE model has routed experts. Llama 4 interleaves them: vllm==0.11.0
+    model_executor/models/llama4.py Llama4DecoderLayer builds Llama4MoE where
+    `interleave_moe_layer_step > 0 and (layer_idx + 1) % interleave_moe_layer_step == 0`, else a dense
+    LlamaMLP of intermediate_size_mlp (Maverick: step 2, 24 of 48 layers; Scout: step 1, all 48). Others:
+    first_k_dense_replace dense layers, then every moe_layer_freq-th."""
+    step = c.get("interleave_moe_layer_step")
+    if isinstance(step, int) and not isinstance(step, bool):
+        return step > 0 and (i + 1) % step == 0
+    return i >= first_dense and (i - first_dense) % max(freq, 1) == 0
+
+
 def _moe_params(c: dict, h: int) -> int:
     experts = num_experts(c)
     if not experts:
         return 0
     inter = expert_intermediate(c)
     per_expert = 3 * h * inter
-    shared = int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0)
+    # Llama 4's Llama4MoE has one shared expert, a LlamaMLP of intermediate_size (vllm==0.11.0 llama4.py)
+    shared = 1 if str(c.get("model_type", "")).startswith("llama4") else \
+        int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0)
     shared_inter = int(c.get("shared_expert_intermediate_size") or 0)
     shared_p = 3 * h * shared_inter if shared_inter else shared * per_expert
     return int(experts) * per_expert + shared_p + h * int(experts)

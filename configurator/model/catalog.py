@@ -34,6 +34,9 @@ class Entry:
     weights_source: str | None = None
     config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     hf_quant_config: dict | None = field(default=None, compare=False, hash=False, repr=False)
+    # the config is put together from several sources (config_source says how), not one published file:
+    # `"derived": true`, a built-in profile's `derived_from`, or a config_source that opens with "Derived"
+    derived: bool = False
 
     @property
     def part(self) -> str:
@@ -47,6 +50,15 @@ class Entry:
         return read_model_spec(self.config, name=self.hf_id, hf_quant_config=self.hf_quant_config,
                                weights_bytes=self.weights_bytes, weights_source=self.weights_source,
                                hf_id=self.hf_id)
+
+    @property
+    def derived_note(self) -> str | None:
+        """The warning a derived entry carries wherever it is used, or None for a published config.json."""
+        if not self.derived:
+            return None
+        return (f"{self.hf_id}: the offline catalog's config is derived from several sources, not a copy of the "
+                f"published config.json (`vllm-configurator models {self.hf_id} --format json` shows its "
+                f"config_source); pass --model-config to be exact")
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -102,7 +114,10 @@ def _entry(d: dict, origin: str, where: Path) -> Entry:
                  config_source=str(d.get("config_source") or ""), origin=origin,
                  weights_bytes=wb if isinstance(wb, int) and not isinstance(wb, bool) else None,
                  weights_source=d.get("weights_source"), config=config,
-                 hf_quant_config=d.get("hf_quant_config") if isinstance(d.get("hf_quant_config"), dict) else None)
+                 hf_quant_config=d.get("hf_quant_config") if isinstance(d.get("hf_quant_config"), dict) else None,
+                 derived=d.get("derived") is True or bool(d.get("derived_from"))
+                 or str(d.get("config_source") or "").startswith("Derived "))
+
 
 
 @cache
@@ -289,4 +304,4 @@ def describe(entry: Entry) -> dict:
             "context_tokens": context, "attention": attention_kind(spec),
             "kv_bytes_per_token_bf16": kv_bytes_per_token(spec), "model_type": spec.model_type,
             "quantization": spec.quant.method, "weights_bytes": entry.weights_bytes,
-            "config_source": entry.config_source, "catalog_file": entry.origin}
+            "config_source": entry.config_source, "derived": entry.derived, "catalog_file": entry.origin}

@@ -39,7 +39,14 @@ class Resolution:
 
 def load_profile(path: Path | Entry) -> ModelSpec:
     """A built-in profile file's (or a catalog entry's) ModelSpec."""
-    return path.spec() if isinstance(path, Entry) else catalog.load_profile(path)
+    return entry_spec(path) if isinstance(path, Entry) else catalog.load_profile(path)
+
+
+def entry_spec(entry: Entry) -> ModelSpec:
+    """A catalog entry's ModelSpec; a derived entry's says so wherever it is used (its notes, and `inferred`,
+    which check reports as model-inferred)."""
+    spec, note = entry.spec(), entry.derived_note
+    return dataclasses.replace(spec, notes=(*spec.notes, note), inferred=note) if note else spec
 
 
 def _find_profile_file(name: str) -> Entry | None:
@@ -129,7 +136,8 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
         ignored = (f"--revision {revision} is not read: {entry.hf_id} is in the offline catalog "
                    f"({entry.config_source}); pass --model-config to use another revision's config",) \
             if revision else ()
-        return Resolution(entry.spec(), "catalog", entry.config_source, ignored)
+        spec = entry_spec(entry)
+        return Resolution(spec, "catalog", entry.config_source, (*ignored, *filter(None, (spec.inferred,))))
     hub_error: InputError | None = None
     if _HUB_ID.match(name):
         from configurator.model import hub
@@ -151,9 +159,11 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
     derived = resolve_derivative(name)
     if derived is not None:
         base, quant_config, warning = derived
+        if base.derived:
+            warning += f" ({base.hf_id}'s catalog config is itself derived, not its published config.json)"
         spec = read_model_spec(_derived_config(base, quant_config), name=name, hf_id=name,
                                hf_quant_config=None if quant_config else base.hf_quant_config)
-        spec = dataclasses.replace(spec, notes=(*spec.notes, warning))
+        spec = dataclasses.replace(spec, notes=(*spec.notes, warning), inferred=warning)
         return Resolution(spec, "derivative", f"{base.hf_id}: {base.config_source}", (warning,))
     if hub_error is not None:
         raise hub_error
@@ -200,8 +210,10 @@ def _named_by_path(path: str) -> Resolution | None:
         what = inferred.split("; pass", 1)[0]
     warning = (f"{path} is not on this machine; its last part names {entry.hf_id}: {what} "
                f"(pass --model-config {path}=CONFIG to be exact)")
+    if entry.derived:
+        warning += f" ({entry.hf_id}'s catalog config is itself derived, not its published config.json)"
     spec = read_model_spec(config, name=path, hf_quant_config=hq, weights_bytes=weights, weights_source=wsource)
-    spec = dataclasses.replace(spec, notes=(*spec.notes, warning))
+    spec = dataclasses.replace(spec, notes=(*spec.notes, warning), inferred=warning)
     return Resolution(spec, "path-name", entry.config_source, (warning,))
 
 

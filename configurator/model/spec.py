@@ -117,6 +117,9 @@ class ModelSpec:
     weights_source: str | None = None
     hf_id: str | None = None
     notes: tuple[str, ...] = ()  # traps handled and defaults taken, shown to the user
+    # how the geometry was inferred rather than read from this model's own config.json (a derivative's name,
+    # a path's last part, a derived catalog entry): check reports it (model-inferred)
+    inferred: str | None = None
     text_config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     full_config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 

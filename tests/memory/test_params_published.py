@@ -1,0 +1,61 @@
+"""Parameter counts as read from the config against the totals the model's publishers (or the Hub's
+safetensors box of an unquantized copy) state. vLLM builds the same shapes, so a count far off means
+weights far off: Llama 4 Maverick counted 779B (every layer MoE, no shared expert) and refused to fit
+on 8 x H200; Qwen2-VL-7B counted 12.8B (its vision blocks read hidden_size wide).
+
+Published figures are rounded as printed (8.29B, 73.4B, 109B), so the tolerance is half a unit of the
+last printed digit plus 0.2% for tensors vLLM does not build (rotary buffers, MTP layers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from configurator.memory.weights import count_params
+from configurator.model import catalog
+
+PUBLISHED = [
+    # id, published total (B), digits after the point as printed, source
+    ("Qwen/Qwen2-VL-2B-Instruct", 2.21, 2, "https://huggingface.co/mlx-community/Qwen2-VL-2B-bf16 (bf16 copy of "
+     "Qwen2-VL-2B, same shapes): 2.21B params"),
+    ("Qwen/Qwen2-VL-7B-Instruct", 8.29, 2, "https://huggingface.co/mlx-community/Qwen2-VL-7B-Instruct-bf16: 8.29B"),
+    ("Qwen/Qwen2.5-VL-72B-Instruct", 73.4, 1, "https://huggingface.co/mlx-community/Qwen2.5-VL-72B-Instruct-bf16 "
+     "and https://huggingface.co/mukulp/Qwen2.5-VL-72B-Instruct-bf16: 73.4B"),
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109, 0, "https://huggingface.co/docs/transformers/model_doc/llama4: "
+     "'two flavors: 109B, and 402B parameters'"),
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", 402, 0, "same page: 402B"),
+]
+
+
+@pytest.mark.parametrize(("hf_id", "published", "digits", "source"), PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_count_matches_the_published_total(hf_id, published, digits, source):
+    entry = catalog.find(hf_id)
+    assert entry is not None, hf_id
+    got = count_params(entry.spec()).total / 1e9
+    tolerance = 0.5 * 10 ** -digits + 0.002 * published
+    assert abs(got - published) <= tolerance, f"{hf_id}: {got:.3f}B counted, {published}B published ({source})"
+
+
+def test_qwen2_5_vl_vision_blocks_are_gated():
+    """Qwen2_5_VisionMLP is gate_up_proj + down_proj (vllm 0.11.0 qwen2_5_vl.py): three h x intermediate
+    matrices per block, not two (the 3B and 7B share the tower: 32 blocks of 1280 x 3420)."""
+    for hf_id in ("Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct"):
+        spec = catalog.find(hf_id).spec()
+        v = spec.full_config["vision_config"]
+        pc = count_params(spec)
+        mlp = 32 * 3 * v["hidden_size"] * v["intermediate_size"]
+        assert pc.vision > mlp, hf_id
+
+
+def test_llama4_interleaves_experts_and_has_a_shared_expert():
+    """Maverick (interleave_moe_layer_step 2): routed experts in layers 1, 3, ..., 47, a dense MLP of
+    intermediate_size_mlp in the others; each MoE layer adds one shared expert of intermediate_size."""
+    spec = catalog.find("meta-llama/Llama-4-Maverick-17B-128E-Instruct").spec()
+    c = spec.text_config
+    pc = count_params(spec)
+    moe_layers = [i for i, e in enumerate(pc.per_layer_experts) if e]
+    assert moe_layers == list(range(1, c["num_hidden_layers"], 2))
+    h = c["hidden_size"]
+    dense = pc.per_layer_linear[0] - pc.per_layer_attention[0]
+    assert dense == 3 * h * c["intermediate_size_mlp"]
+    moe = pc.per_layer_linear[1] - pc.per_layer_attention[1]
+    assert moe == (c["num_local_experts"] + 1) * 3 * h * c["intermediate_size"] + h * c["num_local_experts"]
