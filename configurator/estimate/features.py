@@ -35,11 +35,14 @@ from configurator.memory.kv_dtype import DTYPE_BYTES
 from configurator.memory.weights import (
     count_params,
     expert_bytes_per_param,
+    expert_hidden,
     expert_intermediate,
     experts_per_token,
+    mlp_gated,
     model_modalities,
     moe_layer,
     num_experts,
+    shared_expert_intermediate,
     weight_bytes,
 )
 from configurator.model.spec import LayerGeometry, ModelSpec
@@ -429,12 +432,6 @@ def is_moe_layer(c: dict, i: int) -> bool:
     return moe_layer(c, i, first_dense, int(freq or 1))
 
 
-def _gated(c: dict) -> bool:
-    act = str(c.get("mlp_hidden_act") or c.get("hidden_act") or c.get("hidden_activation") or "silu")
-    return act not in ("gelu", "gelu_new", "relu", "relu2", "gelu_fast", "gelu_pytorch_tanh") or \
-        str(c.get("model_type", "")).startswith(("gemma", "phi3"))
-
-
 def _mlp(h: int, inter: int, gated: bool) -> list[Linear]:
     """gate_up_proj (MergedColumnParallelLinear, 2 slices) or up_proj, then down_proj (row)."""
     return [Linear(h, (inter, inter) if gated else (inter,), "column"), Linear(inter, (h,), "row")]
@@ -451,15 +448,15 @@ def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: i
     `ep`: without EP the expert intermediate size is split over tp x pcp x dp."""
     c, h = model.text_config, model.hidden_size
     heads = model.num_attention_heads
-    gated = _gated(c)
+    gated = mlp_gated(c)
     by_index: dict[int, list] = {}
     for g in model.layers:
         by_index.setdefault(g.index, []).append(g)
     fam: dict[str, list] = {"attention": [], "mlp": [], "experts": [], "embeddings": []}
     experts = num_experts(c)
     moe_inter = expert_intermediate(c) or model.intermediate_size
-    shared_inter = int(c.get("shared_expert_intermediate_size") or 0) or \
-        int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0) * moe_inter
+    eh = expert_hidden(c, h)  # a latent MoE's experts work at the latent width
+    shared_inter = shared_expert_intermediate(c)
     for i in layers:
         for g in by_index.get(i, [])[:1]:
             if g.kind == "mamba" and g.mamba is not None:
@@ -498,10 +495,10 @@ def lora_modules(model: ModelSpec, layers: range, moe_lora: bool, tp: int, ep: i
             if moe_lora:
                 if moe is not None:
                     n_local, split = local_experts(experts, moe)
-                    fam["experts"].append(MoEExperts(n_local, h, cdiv(moe_inter, split), gated))
+                    fam["experts"].append(MoEExperts(n_local, eh, cdiv(moe_inter, split), gated))
                 else:
-                    fam["experts"].append(MoEExperts(cdiv(experts, ep), h, moe_inter, gated) if ep > 1
-                                          else MoEExperts(experts, h, cdiv(moe_inter, tp), gated))
+                    fam["experts"].append(MoEExperts(cdiv(experts, ep), eh, moe_inter, gated) if ep > 1
+                                          else MoEExperts(experts, eh, cdiv(moe_inter, tp), gated))
         else:
             fam["mlp"] += _mlp(h, model.intermediate_size, gated)
     return fam

@@ -91,6 +91,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
     dense_mlp = _mlp_params(h, int(c.get("intermediate_size_mlp") or model.intermediate_size), c)
     moe = _moe_params(c, h)
     routed, router = _routed_params(c, h)
+    latent = _latent_params(c, h)
     linear, other, attn, exp, rout = [], [], [], [], []
     first_dense = int(c.get("first_k_dense_replace") or 0)
     freq = int(c.get("moe_layer_freq") or 1) if isinstance(c.get("moe_layer_freq"), int) else 1
@@ -117,6 +118,9 @@ def count_params(model: ModelSpec) -> ParamCounts:
                 lin += dense_mlp  # Gemma 4 runs a dense MLP beside the experts in every layer
         else:
             lin += dense_mlp
+        if has_moe and latent:  # counted in moe; whole on every rank, quantized like the attention linears
+            attn[-1] += latent
+            repl_by_layer[i] = repl_by_layer.get(i, 0) + latent
         linear.append(lin)
         other.append(2 * h + other_by_layer.get(i, 0))
         exp.append(routed if has_moe else 0)
@@ -133,7 +137,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
     return ParamCounts(embedding, lm_head, tuple(linear), tuple(other), vision=_vision_params(model.full_config, h),
                        per_layer_attention=tuple(attn), per_layer_experts=tuple(exp), per_layer_router=tuple(rout),
                        per_layer_replicated=tuple(repl_by_layer.get(i, 0) for i in range(n)),
-                       experts=(n_exp, h, expert_intermediate(c)) if n_exp else 0,
+                       experts=(n_exp, expert_hidden(c, h), expert_intermediate(c)) if n_exp else 0,
                        audio=audio_params(model.full_config, h))
 
 
@@ -329,12 +333,17 @@ def _mla_params(c: dict, h: int, heads: int) -> int:
     return q + h * (kv_rank + rope) + kv_rank * heads * (nope + v) + heads * v * h
 
 
-def _mlp_params(h: int, inter: int, c: dict) -> int:
+def mlp_gated(c: dict) -> bool:
+    """Whether the MLPs (and the experts) have a gate: gate_up_proj + down_proj, three h x intermediate
+    matrices, rather than up_proj + down_proj (relu2, gelu)."""
     act = str(c.get("mlp_hidden_act") or c.get("hidden_act") or c.get("activation_function")
               or c.get("hidden_activation") or "silu")
-    gated = act not in ("gelu", "gelu_new", "relu", "relu2", "gelu_fast", "gelu_pytorch_tanh") or \
+    return act not in ("gelu", "gelu_new", "relu", "relu2", "gelu_fast", "gelu_pytorch_tanh") or \
         str(c.get("model_type", "")).startswith(("gemma", "phi3"))
-    return (3 if gated else 2) * h * inter
+
+
+def _mlp_params(h: int, inter: int, c: dict) -> int:
+    return (3 if mlp_gated(c) else 2) * h * inter
 
 
 def num_experts(c: dict) -> int:
@@ -355,13 +364,29 @@ def expert_intermediate(c: dict) -> int:
     return int(c.get("moe_intermediate_size") or c.get("expert_intermediate_size") or c.get("intermediate_size") or 0)
 
 
+def expert_hidden(c: dict, h: int) -> int:
+    """The width the routed experts work at: a latent MoE projects the hidden state down first
+    (nemotron_h moe_latent_size: vllm==0.33.0 model_executor/models/nemotron_h.py NemotronHMoE builds the
+    FusedMoE at moe_hidden_size = moe_latent_size, between fc1_latent_proj / fc2_latent_proj; Kimi-K3
+    routed_expert_hidden_size: vllm/models/kimi_k3/nvidia/model.py, routed_expert_down_proj / _up_proj), else
+    the hidden size."""
+    return int(c.get("moe_latent_size") or c.get("routed_expert_hidden_size") or h)
+
+
+def _latent_params(c: dict, h: int) -> int:
+    """A latent MoE's two projections, hidden -> latent -> hidden (ReplicatedLinear: whole on every rank)."""
+    lat = expert_hidden(c, h)
+    return 2 * h * lat if lat != h else 0
+
+
 def _routed_params(c: dict, h: int) -> tuple[int, int]:
-    """(routed experts' gate/up/down weights, router gate) of one MoE layer."""
+    """(routed experts' weights, router gate) of one MoE layer: gate/up/down, or up/down for experts
+    without a gate (nemotron_h's relu2: FusedMoE(activation=activation_without_mul(mlp_hidden_act)))."""
     experts = num_experts(c)
     if not experts:
         return 0, 0
     inter = expert_intermediate(c)
-    return experts * 3 * h * inter, h * experts
+    return experts * (3 if mlp_gated(c) else 2) * expert_hidden(c, h) * inter, h * experts
 
 
 def moe_layer(c: dict, i: int, first_dense: int = 0, freq: int = 1) -> bool:
@@ -373,21 +398,30 @@ def moe_layer(c: dict, i: int, first_dense: int = 0, freq: int = 1) -> bool:
     step = c.get("interleave_moe_layer_step")
     if isinstance(step, int) and not isinstance(step, bool):
         return step > 0 and (i + 1) % step == 0
+    flags = c.get("moe_layer_freq")
+    if isinstance(flags, list):  # one flag a layer (MiniMax-M3: vllm/models/minimax_m3/nvidia/model.py,
+        return i < len(flags) and flags[i] != 0  # 0.33.0: `moe_layer_freq[layer_id] != 0`)
     return i >= first_dense and (i - first_dense) % max(freq, 1) == 0
 
 
 def _moe_params(c: dict, h: int) -> int:
-    experts = num_experts(c)
-    if not experts:
+    """One MoE layer: routed experts, router, shared experts (at the full hidden size) and a latent MoE's
+    projections."""
+    routed, router = _routed_params(c, h)
+    if not routed:
         return 0
-    inter = expert_intermediate(c)
-    per_expert = 3 * h * inter
-    # Llama 4's Llama4MoE has one shared expert, a LlamaMLP of intermediate_size (vllm==0.11.0 llama4.py)
+    return routed + router + _mlp_params(h, shared_expert_intermediate(c), c) + _latent_params(c, h)
+
+
+def shared_expert_intermediate(c: dict) -> int:
+    """The shared experts' total intermediate width in one MoE layer (0 without any): Qwen's
+    shared_expert_intermediate_size; nemotron_h's moe_shared_expert_intermediate_size x n_shared_experts
+    (NemotronHMoE, vllm==0.33.0); Llama 4's one shared expert of intermediate_size (Llama4MoE, vllm==0.11.0
+    llama4.py); else n_shared_experts x moe_intermediate_size (DeepSeek, Kimi)."""
     shared = 1 if str(c.get("model_type", "")).startswith("llama4") else \
         int(c.get("n_shared_experts") or c.get("num_shared_experts") or 0)
-    shared_inter = int(c.get("shared_expert_intermediate_size") or 0)
-    shared_p = 3 * h * shared_inter if shared_inter else shared * per_expert
-    return int(experts) * per_expert + shared_p + h * int(experts)
+    return int(c.get("shared_expert_intermediate_size") or 0) or \
+        int(c.get("moe_shared_expert_intermediate_size") or 0) * shared or shared * expert_intermediate(c)
 
 
 @dataclass(frozen=True)

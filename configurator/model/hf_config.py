@@ -100,6 +100,13 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
                 "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
                 "max_position_embeddings": 4096 * 32, "sliding_window": 4096},
     "llama4_text": {"attention_chunk_size": 8192, "no_rope_layer_interval": 4},
+    # tie_word_embeddings where the class default is True and real configs leave it out (transformers==4.57.1:
+    # CohereConfig / Cohere2Config `tie_word_embeddings=True`; OPTConfig sets none, so PretrainedConfig's True).
+    # vLLM agrees: commandr.py computes the logits from embed_tokens (no lm_head at all), opt.py ties the
+    # lm_head when the config says so (0.33.0). Untied, aya-23-8B and c4ai-command-r7b counted 1.05B extra.
+    "cohere": {"tie_word_embeddings": True},
+    "cohere2": {"tie_word_embeddings": True},
+    "opt": {"tie_word_embeddings": True},
     "gpt_oss": {"head_dim": 64, "sliding_window": 128},
 }
 

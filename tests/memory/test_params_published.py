@@ -23,6 +23,15 @@ PUBLISHED = [
     ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 109, 0, "https://huggingface.co/docs/transformers/model_doc/llama4: "
      "'two flavors: 109B, and 402B parameters'"),
     ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", 402, 0, "same page: 402B"),
+    # nemotron_h experts without a gate (relu2), shared expert of moe_shared_expert_intermediate_size: 46.2B before
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31.6, 1, "https://huggingface.co/basecompute/"
+     "NVIDIA-Nemotron-3-Nano-30B-A3B: 'A 31.6B-parameter hybrid ...', bf16 as published 63.2 GB"),
+    # cohere / cohere2 tie the LM head to the embeddings (the class default; vLLM's commandr.py has no lm_head)
+    ("CohereForAI/aya-23-8B", 8.028, 3, "https://huggingface.co/datasets/open-llm-leaderboard/requests/blame/"
+     "2f43a71b7cd6fb9b96df3716b277652458443c47/CohereForAI/aya-23-8B_eval_request_False_float16_Original.json: "
+     "params 8.028"),
+    ("CohereLabs/c4ai-command-r7b-12-2024", 8.03, 2, "https://huggingface.co/mlx-community/"
+     "c4ai-command-r7b-12-2024-bf16: 8.03B"),
 ]
 
 
@@ -59,3 +68,23 @@ def test_llama4_interleaves_experts_and_has_a_shared_expert():
     assert dense == 3 * h * c["intermediate_size_mlp"]
     moe = pc.per_layer_linear[1] - pc.per_layer_attention[1]
     assert moe == (c["num_local_experts"] + 1) * 3 * h * c["intermediate_size"] + h * c["num_local_experts"]
+
+
+def test_a_latent_moe_counts_its_experts_at_the_latent_width():
+    """Nemotron 3 Super (moe_latent_size 1024) and Kimi-K3 (routed_expert_hidden_size 3584) route through a
+    narrower width; counted at the hidden size they came to 684B and 5.47T. What the publishers state
+    includes blocks vLLM does not load by default (Super's MTP layer, ~3B) or the tower: 124B
+    (https://huggingface.co/Prismtek/collections) and 2.8T (https://huggingface.co/moonshotai), so the count
+    must land a few per cent below."""
+    for hf_id, published in (("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", 124), ("moonshotai/Kimi-K3", 2800)):
+        got = count_params(catalog.find(hf_id).spec()).total / 1e9
+        assert 0.95 * published < got < published, (hf_id, got)
+
+
+def test_a_per_layer_moe_flag_list_is_read():
+    """MiniMax-M3's moe_layer_freq is one flag a layer ([0, 0, 0, 1, ...]: three dense layers); NVIDIA's NVFP4
+    copy has no first_k_dense_replace, so the list alone must give the base model's count."""
+    base = count_params(catalog.find("MiniMaxAI/MiniMax-M3").spec())
+    copy = count_params(catalog.find("nvidia/MiniMax-M3-NVFP4").spec())
+    assert [bool(e) for e in copy.per_layer_experts] == [bool(e) for e in base.per_layer_experts]
+    assert sum(1 for e in copy.per_layer_experts if e) == 57
