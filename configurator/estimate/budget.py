@@ -20,7 +20,13 @@ from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
 from configurator.memory.overheads import OverheadCoefficients, Overheads, estimate_overheads
-from configurator.memory.weights import WeightEstimate, expert_intermediate, experts_per_token, weight_bytes
+from configurator.memory.weights import (
+    WeightEstimate,
+    expert_intermediate,
+    experts_per_token,
+    uncounted_towers,
+    weight_bytes,
+)
 from configurator.units import MiB, format_gib
 from configurator.vllm import messages
 from configurator.vllm.defaults import cudagraph_capture_sizes
@@ -216,6 +222,13 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         ov = replace(ov, activation_bytes=ov.activation_bytes + feats.activation_bytes)
     derivation += feats.lines()
     warnings += feats.warnings()
+    if w.source == "config":  # a known checkpoint size already holds every tower
+        warnings += [f"not-modelled: the {t} is loaded with the weights but not counted (its shapes are in keys "
+                     "this tool does not read): the weights are under-estimated and the KV cache over-estimated by "
+                     "its size; pass --kv-cache-memory-bytes or calibrate from a start-up log to be sure"
+                     for t in uncounted_towers(model.full_config)
+                     if not (t.startswith("audio") and "audio" in off) and not (t.startswith(("image", "vision"))
+                                                                                and {"image", "video"} <= off)]
     if inp.spec is not None and inp.spec.warning:
         warnings.append(f"--speculative-config: {inp.spec.warning}")
     if getattr(inp.gpu, "integrated", False) and not f.get("kv_cache_memory_bytes"):

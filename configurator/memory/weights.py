@@ -212,7 +212,7 @@ def _vision_params(config: dict, text_hidden: int) -> int:
     depth x (4 h^2 attention + 2 h x intermediate MLP) + patch embedding + merger to the text width."""
     v = config.get("vision_config")
     if not isinstance(v, dict):
-        return 0
+        return _clip_img_processor_params(config, text_hidden)
     h = int(v.get("hidden_size") or v.get("embed_dim") or 0)
     depth = int(v.get("depth") or v.get("num_hidden_layers") or 0)
     inter = int(v.get("intermediate_size") or 4 * h)
@@ -269,6 +269,8 @@ def audio_params(config: dict, text_hidden: int) -> int:
     kernel 5, channels [128, 32], output 1,536, text hidden 2,560): 0.309 B parameters, 0.58 GiB in bf16.
     0 without an audio_config of model_type gemma4_audio."""
     a = config.get("audio_config")
+    if isinstance(a, dict) and str(a.get("model_type", "")) == "voxtral_encoder":
+        return _whisper_audio_params(a, text_hidden)
     if not isinstance(a, dict) or str(a.get("model_type", "")) != "gemma4_audio":
         return 0
     h = int(a.get("hidden_size") or 0)
@@ -286,6 +288,71 @@ def audio_params(config: dict, text_hidden: int) -> int:
         c0, c1 = int(chans[0]), int(chans[1])
         sub = 9 * c0 + c0 + 9 * c0 * c1 + c1 + (c0 // 4) * c1 * h
     return n * layer + sub + h * out + out + out * text_hidden
+
+
+def _whisper_audio_params(a: dict, text_hidden: int) -> int:
+    """Voxtral's audio tower, a Whisper encoder, plus its adapter (vllm==0.33.0 model_executor/models/voxtral.py
+    VoxtralEncoderModel -> whisper.py WhisperEncoder: conv1 mel_bins -> d (kernel 3), conv2 d -> d (kernel 3),
+    embed_positions max_source_positions x d, per layer q/k/v/out d x d (k without bias) + fc1 / fc2 d x ffn
+    + two LayerNorms, a final LayerNorm; AudioLanguageAdapter w_in (d x 4) -> text hidden, w_out text -> text,
+    no bias: the 4 x d input is transformers==4.57.1 VoxtralMultiModalProjector's audio_config.intermediate_size).
+    Voxtral-Mini-3B-2507 (32 layers, d 1,280, ffn 5,120, 128 mel bins, text 3,072): 0.66 B parameters."""
+    d = int(a.get("hidden_size") or a.get("d_model") or 0)
+    n = int(a.get("num_hidden_layers") or a.get("encoder_layers") or 0)
+    ffn = int(a.get("intermediate_size") or a.get("encoder_ffn_dim") or 4 * d)
+    if not d or not n:
+        return 0
+    mels = int(a.get("num_mel_bins") or 128)
+    layer = 4 * d * d + 3 * d + 2 * d * ffn + ffn + d + 4 * d
+    convs = mels * d * 3 + d + d * d * 3 + d
+    adapter = ffn * text_hidden + text_hidden * text_hidden
+    return n * layer + convs + int(a.get("max_source_positions") or 1500) * d + 2 * d + adapter
+
+
+def _clip_img_processor_params(config: dict, text_hidden: int) -> int:
+    """Phi-3-vision's image tower, named by `img_processor` rather than a vision_config: vllm==0.33.0
+    model_executor/models/phi3v.py builds CLIP_VIT_LARGE_PATCH14_336_CONFIG (24 layers, 1,024 wide, MLP 4,096,
+    patch 14, image 336) cut at img_processor.layer_idx (default -2: 23 layers), and Phi3HDImageEmbedding's
+    img_projection Linear(4 x image_dim_out, hidden) [GELU, Linear(hidden, hidden) for projection_cls 'mlp']
+    with glb_GN / sub_GN (4 x image_dim_out each). Phi-3.5-vision-instruct: 0.31 B parameters."""
+    ip = config.get("img_processor")
+    if not isinstance(ip, dict):
+        return 0
+    layer_idx = int(ip.get("layer_idx", -2))
+    n = 24 + layer_idx + 1 if layer_idx < 0 else layer_idx + 1
+    d, mlp, patch, image = 1024, 4096, 14, 336
+    layer = 4 * d * d + 4 * d + 2 * d * mlp + mlp + d + 4 * d
+    embeddings = 3 * patch * patch * d + d + ((image // patch) ** 2 + 1) * d + 2 * d  # + class embedding, pre-LN
+    out = int(ip.get("image_dim_out") or d) * 4
+    embd = config.get("embd_layer") if isinstance(config.get("embd_layer"), dict) else {}
+    proj = out * text_hidden + text_hidden
+    if embd.get("projection_cls", "linear") == "mlp":
+        proj += text_hidden * text_hidden + text_hidden
+    return n * layer + embeddings + proj + 2 * out
+
+
+def uncounted_towers(config: dict) -> list[str]:
+    """Towers a config declares whose weights the count leaves out (their shapes are in keys it does not read);
+    the estimate says so (a not-modelled warning) instead of passing the shortfall in silence."""
+    out = []
+    embd = config.get("embd_layer") if isinstance(config.get("embd_layer"), dict) else {}
+    if isinstance(embd.get("image_embd_layer"), dict) and not isinstance(config.get("img_processor"), dict):
+        out.append("image tower (embd_layer.image_embd_layer)")
+    if isinstance(config.get("audio_processor"), dict):
+        out.append("audio tower (audio_processor)")
+    a = config.get("audio_config")
+    if isinstance(a, dict) and str(a.get("model_type", "")) not in ("gemma4_audio", "voxtral_encoder"):
+        out.append(f"audio tower (audio_config of model_type {a.get('model_type') or 'unnamed'})")
+    v = config.get("vision_config")
+    if isinstance(v, dict) and not _vision_params(config, int(text_config_hidden(config))):
+        out.append(f"vision tower (vision_config of model_type {v.get('model_type') or 'unnamed'})")
+    return out
+
+
+def text_config_hidden(config: dict) -> int:
+    from configurator.model.hf_config import text_config_of
+
+    return int(text_config_of(config).get("hidden_size") or 0)
 
 
 def _csa_params(c: dict, h: int, heads: int, ratio: int) -> tuple[int, int, int]:
@@ -506,12 +573,17 @@ def model_modalities(model: ModelSpec) -> tuple[str, ...]:
     temporal patch size, the Qwen-VL video input), an audio tower -> audio."""
     c = model.full_config
     vision = c.get("vision_config")
+    embd = c.get("embd_layer") if isinstance(c.get("embd_layer"), dict) else {}
     out = []
-    if isinstance(vision, dict) or model.is_multimodal:
+    # Phi-3-vision / Phi-4-multimodal name their towers img_processor, embd_layer and audio_processor
+    # (a nested text_config alone says multimodal, not which: Voxtral's is audio only)
+    if isinstance(vision, dict) or isinstance(c.get("img_processor"), dict) \
+            or isinstance(embd.get("image_embd_layer"), dict) \
+            or (model.is_multimodal and not isinstance(c.get("audio_config"), dict)):
         out.append("image")
         if isinstance(vision, dict) and vision.get("temporal_patch_size"):
             out.append("video")
-    if isinstance(c.get("audio_config"), dict):
+    if isinstance(c.get("audio_config"), dict) or isinstance(c.get("audio_processor"), dict):
         out.append("audio")
     return tuple(out)
 

@@ -88,3 +88,34 @@ def test_a_per_layer_moe_flag_list_is_read():
     copy = count_params(catalog.find("nvidia/MiniMax-M3-NVFP4").spec())
     assert [bool(e) for e in copy.per_layer_experts] == [bool(e) for e in base.per_layer_experts]
     assert sum(1 for e in copy.per_layer_experts if e) == 57
+
+
+def test_voxtral_counts_its_whisper_encoder():
+    """Voxtral-Mini-3B-2507: the text model (4.01B) plus a 32-layer Whisper encoder and its adapter (0.66B);
+    the Hub's bf16 MLX copy prints a rounded "5B" (https://huggingface.co/mlx-community/Voxtral-Mini-3B-2507-bf16),
+    so only the range is checked: the encoder must be there, and nothing else added."""
+    pc = count_params(catalog.find("mistralai/Voxtral-Mini-3B-2507").spec())
+    assert 0.6e9 < pc.audio < 0.7e9 and 4.5 <= pc.total / 1e9 < 5.5
+
+
+def test_a_tower_the_count_cannot_read_is_a_not_modelled_warning(run_cli):
+    """Phi-4-multimodal declares its image and audio towers in embd_layer / audio_processor, whose shapes the
+    count does not read: the estimate must say the weights are short by them, not pass in silence."""
+    import json
+
+    res = run_cli("estimate", "--model", "microsoft/Phi-4-multimodal-instruct", "--gpu", "l4", "--format", "json")
+    warnings = json.loads(res.stdout)["warnings"]
+    assert any("image tower (embd_layer.image_embd_layer)" in w and w.startswith("not-modelled:") for w in warnings)
+    assert any("audio tower (audio_processor)" in w for w in warnings)
+    res = run_cli("estimate", "--model", "Qwen/Qwen2.5-VL-7B-Instruct", "--gpu", "l4", "--format", "json")
+    assert not any("not counted" in w for w in json.loads(res.stdout)["warnings"])
+
+
+def test_phi3_vision_counts_its_clip_tower():
+    """Phi-3.5-vision's CLIP tower is named by img_processor, not a vision_config (3.82B without it). The
+    published 4.15B (https://raw.githubusercontent.com/jakemanger/whatmodel/main/pages/model/
+    phi-3-5-vision-instruct.md) counts the checkpoint's 24 CLIP layers; vLLM builds 23 (layer_idx -2), so the
+    count plus one CLIP layer (4 x 1024^2 + 2 x 1024 x 4096 + biases and norms) must round to it."""
+    pc = count_params(catalog.find("microsoft/Phi-3.5-vision-instruct").spec())
+    clip_layer = 4 * 1024 * 1024 + 2 * 1024 * 4096 + 4 * 1024 + 4096 + 1024 + 4 * 1024
+    assert round((pc.total + clip_layer) / 1e9, 2) == 4.15
