@@ -85,6 +85,11 @@ def count_params(model: ModelSpec) -> ParamCounts:
             elif m.variant in ("mamba2", "mamba1"):
                 inner = m.intermediate_size
                 proj = h * (2 * inner + 2 * m.n_groups * m.state_size + m.num_heads) + inner * h
+            elif m.variant == "linear_attention":
+                # MiniMax's lightning attention (vllm==0.11.0 model_executor/layers/mamba/linear_attn.py
+                # MiniMaxText01LinearAttention): qkv_proj h x 3 inner, output_gate h x inner, out_proj inner x h,
+                # inner = heads x head_dim (MiniMax-M1: 64 x 128, 252 M a layer)
+                proj = 5 * h * m.num_heads * m.head_dim
             else:
                 proj = 2 * h * h
             mamba_by_layer[g.index] = proj

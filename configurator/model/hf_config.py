@@ -107,6 +107,9 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
     "opt": {"tie_word_embeddings": True},
+    # Phi-3-small's remote-code Phi3SmallConfig (configuration_phi3_small.py, code index id 7375870458) takes no
+    # tie_word_embeddings, so PretrainedConfig's True applies: counted untied, 0.41B too many
+    "phi3small": {"tie_word_embeddings": True},
     "gpt_oss": {"head_dim": 64, "sliding_window": 128},
 }
 

@@ -32,6 +32,13 @@ PUBLISHED = [
      "params 8.028"),
     ("CohereLabs/c4ai-command-r7b-12-2024", 8.03, 2, "https://huggingface.co/mlx-community/"
      "c4ai-command-r7b-12-2024-bf16: 8.03B"),
+    # tied by Phi3SmallConfig's inherited default; tied per copies of the published config (catalog part C)
+    ("microsoft/Phi-3-small-8k-instruct", 7.392, 3, "https://huggingface.co/datasets/open-llm-leaderboard/requests/"
+     "blame/b0f5592d0d0d846920d8964c43c053998d0fea95/microsoft/Phi-3-small-8k-instruct_eval_request_False_bfloat16_"
+     "Original.json: params 7.392"),
+    ("Qwen/Qwen2.5-Math-1.5B", 1.54, 2, "https://huggingface.co/mlx-community/Qwen2.5-Math-1.5B-bf16: 1.54B"),
+    # lightning-attention layers: qkv, output gate and out projections of heads x head_dim (12B short before)
+    ("MiniMaxAI/MiniMax-M1-80k", 456, 0, "https://huggingface.co/models?other=minimax_m1: 456B"),
 ]
 
 
