@@ -70,12 +70,15 @@ def models_cmd(query, family, fmt) -> None:
         click.echo(json.dumps({"count": len(rows), "models": rows}, indent=2))
         sys.exit(int(ExitCode.OK))
     head = ("id", "family", "params", "context", "attention", "KV B/token bf16")
-    table = [(r["id"], r["family"], _human(r["parameters"]), _context(r["context_tokens"]), r["attention"],
-              f"{r['kv_bytes_per_token_bf16']:,}") for r in rows]
+    table = [(r["id"] + (" *" if r["derived"] else ""), r["family"], _human(r["parameters"]),
+              _context(r["context_tokens"]), r["attention"], f"{r['kv_bytes_per_token_bf16']:,}") for r in rows]
     widths = [max(len(str(x[i])) for x in [head, *table]) for i in range(len(head))]
     for line in [head, *table]:
         cells = [str(c).rjust(w) if i in (2, 3, 5) else str(c).ljust(w) for i, (c, w) in enumerate(zip(line, widths,
                                                                                                       strict=True))]
         click.echo("  ".join(cells).rstrip())
     click.echo(f"{len(rows)} model(s); `--format json` adds aliases and where each config came from")
+    if any(r["derived"] for r in rows):
+        click.echo("* derived: no copy of the published config.json was found; the config is put together from "
+                   "several sources (config_source says which); pass --model-config to be exact")
     sys.exit(int(ExitCode.OK))

@@ -78,3 +78,10 @@ spec:
     found = [f for f in evaluate(docs, problems, Options()).findings if f.rule == "model-inferred"]
     assert len(found) == 1 and found[0].severity == "info" and "derived" in found[0].message
     assert found[0].line == 11
+
+
+def test_models_text_marks_derived_entries(run_cli):
+    out = run_cli("models", "qwen2.5-vl").stdout
+    assert "Qwen/Qwen2.5-VL-72B-Instruct *" in out and "Qwen/Qwen2.5-VL-7B-Instruct *" not in out
+    assert "* derived: no copy of the published config.json was found" in out
+    assert "* derived" not in run_cli("models", "llama-2").stdout
