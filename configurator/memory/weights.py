@@ -218,10 +218,12 @@ def _vision_params(config: dict, text_hidden: int) -> int:
     v = config.get("vision_config")
     if not isinstance(v, dict):
         return _clip_img_processor_params(config, text_hidden)
-    h = int(v.get("hidden_size") or v.get("embed_dim") or 0)
-    depth = int(v.get("depth") or v.get("num_hidden_layers") or 0)
-    inter = int(v.get("intermediate_size") or 4 * h)
-    out = int(v.get("out_hidden_size") or text_hidden)
+    # Kimi-K2.5's MoonViT names its shapes vt_*: vllm==0.33.0 model_executor/models/kimi_k25_vit.py, blocks with
+    # a two-matrix MLP2 (fc0 / fc1), a patch merger over merge_kernel_size (linear_1 4h -> 4h, linear_2 -> text)
+    h = int(v.get("hidden_size") or v.get("embed_dim") or v.get("vt_hidden_size") or 0)
+    depth = int(v.get("depth") or v.get("num_hidden_layers") or v.get("vt_num_hidden_layers") or 0)
+    inter = int(v.get("intermediate_size") or v.get("vt_intermediate_size") or 4 * h)
+    out = int(v.get("out_hidden_size") or v.get("text_hidden_size") or text_hidden)
     if v.get("embed_dim"):
         # Qwen2-VL's convention (vllm==0.11.0 model_executor/models/qwen2_vl.py Qwen2VisionTransformer): the
         # blocks are embed_dim wide with an MLP of embed_dim x mlp_ratio, and hidden_size is the merger's
@@ -233,7 +235,9 @@ def _vision_params(config: dict, text_hidden: int) -> int:
         return 0
     patch = int(v.get("patch_size") or 14)
     chans = int(v.get("in_channels") or v.get("num_channels") or 3) * int(v.get("temporal_patch_size") or 1)
-    merge = int(v.get("spatial_merge_size") or 1) ** 2
+    kernel = v.get("merge_kernel_size")
+    merge = int(kernel[0]) * int(kernel[1]) if isinstance(kernel, list) and len(kernel) == 2 \
+        else int(v.get("spatial_merge_size") or 1) ** 2
     mlp = 2 * h * inter
     extra = 0
     if "qwen2_5_vl" in (str(config.get("model_type", "")), str(v.get("model_type", ""))):
