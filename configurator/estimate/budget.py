@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from configurator.estimate.features import FeatureMemory, mm_limits, plan_features, spec_capture_sizes
+from configurator.estimate.features import FeatureMemory, flag_mm_limits, plan_features, spec_capture_sizes
 from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
@@ -192,7 +192,7 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     stages = pp_layer_split(model.num_hidden_layers, pp)
     # a tower whose every modality --limit-mm-per-prompt sets to 0 is not built; buffers a model allocates while
     # it loads are sized by max_num_batched_tokens (configurator/memory/weights.py)
-    off = {k for k, v in mm_limits(f.get("limit_mm_per_prompt")).items() if v == 0}
+    off = {k for k, v in flag_mm_limits(f).items() if v == 0}
     w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype,
                      compute_capability=inp.gpu.sm, max_num_batched_tokens=inp.mnbt, modalities_off=off)
     # optional features (configurator/estimate/features.py): LoRA slots and a draft load with the weights,
@@ -223,12 +223,13 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     derivation += feats.lines()
     warnings += feats.warnings()
     if w.source == "config":  # a known checkpoint size already holds every tower
-        warnings += [f"not-modelled: the {t} is loaded with the weights but not counted (its shapes are in keys "
-                     "this tool does not read): the weights are under-estimated and the KV cache over-estimated by "
-                     "its size; pass --kv-cache-memory-bytes or calibrate from a start-up log to be sure"
+        warnings += [f"not-modelled: the weights leave out the {t}, which vLLM loads with them: the weights are "
+                     "under-estimated and the KV cache over-estimated by its size; pass --kv-cache-memory-bytes or "
+                     "calibrate from a start-up log to be sure"
                      for t in uncounted_towers(model.full_config)
-                     if not (t.startswith("audio") and "audio" in off) and not (t.startswith(("image", "vision"))
-                                                                                and {"image", "video"} <= off)]
+                     if not (t.startswith("audio") and "audio" in off)
+                     and not (t.startswith(("image", "vision")) and {"image", "video"} <= off)
+                     and not (t.startswith("multimodal") and {"image", "video", "audio"} <= off)]
     if inp.spec is not None and inp.spec.warning:
         warnings.append(f"--speculative-config: {inp.spec.warning}")
     if getattr(inp.gpu, "integrated", False) and not f.get("kv_cache_memory_bytes"):

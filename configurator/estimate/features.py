@@ -256,6 +256,16 @@ class MultimodalPlan:
                 f"activation peak; --limit-mm-per-prompt '{{\"image\":0}}' (every modality 0) removes it")
 
 
+def flag_mm_limits(flags: dict[str, Any]) -> dict[str, int]:
+    """The per-modality limits the flags set: --limit-mm-per-prompt, or 0 for every modality with
+    --language-model-only (vllm==0.33.0 config/multimodal.py MultiModalConfig.get_limit_per_prompt returns 0
+    for every modality when language_model_only is set: "Equivalent to setting --limit-mm-per-prompt to 0 for
+    every modality")."""
+    if _truthy(flags.get("language_model_only", False)):
+        return {"image": 0, "video": 0, "audio": 0}
+    return mm_limits(flags.get("limit_mm_per_prompt"))
+
+
 def mm_limits(raw: Any) -> dict[str, int]:
     """--limit-mm-per-prompt: JSON {"image": 2, "video": {"count": 1, ...}} (0.33.0 config/multimodal.py, the
     legacy count-only form too) or the old image=2,video=1 form."""
@@ -301,7 +311,7 @@ def plan_multimodal(model: ModelSpec, flags: dict[str, Any], *, dtype: str, num_
     mods = model_modalities(model)
     if not mods:
         return None
-    limits = mm_limits(flags.get("limit_mm_per_prompt"))
+    limits = flag_mm_limits(flags)
     on = tuple(m for m in mods if limits.get(m, MM_DEFAULT_LIMIT) > 0)
     if not on:
         return MultimodalPlan(modalities=(), tokens_per_item=0, items=0, tokens=0, activation_bytes=0,

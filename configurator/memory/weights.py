@@ -346,15 +346,23 @@ def uncounted_towers(config: dict) -> list[str]:
     out = []
     embd = config.get("embd_layer") if isinstance(config.get("embd_layer"), dict) else {}
     if isinstance(embd.get("image_embd_layer"), dict) and not isinstance(config.get("img_processor"), dict):
-        out.append("image tower (embd_layer.image_embd_layer)")
+        out.append("image tower (its shapes are under embd_layer.image_embd_layer, which the count does not read)")
     if isinstance(config.get("audio_processor"), dict):
-        out.append("audio tower (audio_processor)")
+        out.append("audio tower (its shapes are under audio_processor, which the count does not read)")
     a = config.get("audio_config")
     if isinstance(a, dict) and str(a.get("model_type", "")) not in ("gemma4_audio", "voxtral_encoder"):
-        out.append(f"audio tower (audio_config of model_type {a.get('model_type') or 'unnamed'})")
+        out.append(f"audio tower (an audio_config of model_type {a.get('model_type') or 'unnamed'}, which the count "
+                   "does not read)")
     v = config.get("vision_config")
     if isinstance(v, dict) and not _vision_params(config, int(text_config_hidden(config))):
-        out.append(f"vision tower (vision_config of model_type {v.get('model_type') or 'unnamed'})")
+        out.append(f"vision tower (a vision_config of model_type {v.get('model_type') or 'unnamed'}, which the count "
+                   "does not read)")
+    archs = [str(a) for a in config.get("architectures") or [] if isinstance(a, str)]
+    towers = ("vision_config", "audio_config", "img_processor", "embd_layer", "audio_processor")
+    if any(a.endswith("ForConditionalGeneration") for a in archs) and not any(k in config for k in towers):
+        # a copy trimmed to its text_config (catalog part E's gemma-4-E2B-it): the class still builds its towers,
+        # from its config class's defaults
+        out.append(f"multimodal towers ({archs[0]} builds them from its class defaults; this config names none)")
     return out
 
 

@@ -74,6 +74,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("limit_mm_per_prompt", "str", "Multimodal items per prompt, a JSON object ({\"image\": 0} = text-only: "
          "no encoder cache, no encoder profiling)."),
     Flag("skip_mm_profiling", "bool", "Skip the multimodal encoder's profiling (its memory is not reserved)."),
+    Flag("language_model_only", "bool", "Text only: the limit of every modality is 0 (as --limit-mm-per-prompt 0 "
+         "for each), so no encoder profiling, and towers of those modalities are not built."),
     Flag("model", "str", "Model (Hugging Face id, profile name, or path)."),
 )
 BY_DEST = {f.dest: f for f in FLAGS}

@@ -112,10 +112,11 @@ def test_a_tower_the_count_cannot_read_is_a_not_modelled_warning(run_cli):
 
     res = run_cli("estimate", "--model", "microsoft/Phi-4-multimodal-instruct", "--gpu", "l4", "--format", "json")
     warnings = json.loads(res.stdout)["warnings"]
-    assert any("image tower (embd_layer.image_embd_layer)" in w and w.startswith("not-modelled:") for w in warnings)
-    assert any("audio tower (audio_processor)" in w for w in warnings)
+    assert any("image tower (its shapes are under embd_layer.image_embd_layer" in w and w.startswith("not-modelled:")
+               for w in warnings)
+    assert any("audio tower (its shapes are under audio_processor" in w for w in warnings)
     res = run_cli("estimate", "--model", "Qwen/Qwen2.5-VL-7B-Instruct", "--gpu", "l4", "--format", "json")
-    assert not any("not counted" in w for w in json.loads(res.stdout)["warnings"])
+    assert not any("weights leave out" in w for w in json.loads(res.stdout)["warnings"])
 
 
 def test_phi3_vision_counts_its_clip_tower():
@@ -126,3 +127,13 @@ def test_phi3_vision_counts_its_clip_tower():
     pc = count_params(catalog.find("microsoft/Phi-3.5-vision-instruct").spec())
     clip_layer = 4 * 1024 * 1024 + 2 * 1024 * 4096 + 4 * 1024 + 4096 + 1024 + 4 * 1024
     assert round((pc.total + clip_layer) / 1e9, 2) == 4.15
+
+
+def test_language_model_only_is_every_modality_at_zero(estimate_json):
+    """--language-model-only (vLLM 0.33 MultiModalConfig: the limit of every modality is 0) must read like
+    --limit-mm-per-prompt with 0 for each: the towers are not built and nothing is profiled for them."""
+    base = ("--model", "google/gemma-4-E4B-it", "--gpu", "l4")
+    _, plain = estimate_json(*base)
+    _, lmo = estimate_json(*base, "--language-model-only")
+    _, zero = estimate_json(*base, "--limit-mm-per-prompt", '{"image": 0, "video": 0, "audio": 0}')
+    assert lmo["vllm_log"] == zero["vllm_log"] and lmo["vllm_log"] != plain["vllm_log"]

@@ -36,6 +36,7 @@
 - {"section": "vllm", "key": "speculativeConfig", "flag": "--speculative-config", "type": "str", "negatable": false, "spellings": ["--speculative-config"]}
 - {"section": "vllm", "key": "limitMmPerPrompt", "flag": "--limit-mm-per-prompt", "type": "str", "negatable": false, "spellings": ["--limit-mm-per-prompt"]}
 - {"section": "vllm", "key": "skipMmProfiling", "flag": "--skip-mm-profiling", "type": "bool", "negatable": false, "spellings": ["--skip-mm-profiling"]}
+- {"section": "vllm", "key": "languageModelOnly", "flag": "--language-model-only", "type": "bool", "negatable": false, "spellings": ["--language-model-only"]}
 - {"section": "model", "key": "servedModelName", "flag": "--served-model-name", "type": "str", "negatable": false, "spellings": ["--served-model-name"]}
 - {"section": "model", "key": "trustRemoteCode", "flag": "--trust-remote-code", "type": "bool", "negatable": false, "spellings": ["--trust-remote-code"]}
 - {"section": "model", "key": "revision", "flag": "--revision", "type": "str", "negatable": false, "spellings": ["--revision"]}
