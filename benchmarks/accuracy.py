@@ -363,7 +363,9 @@ def unmodelled(r: dict) -> str | None:
     for opt in sorted(UNMODELLED_MEMORY_OPTIONS):
         if not opt.startswith("--"):
             continue
-        spellings = [re.escape(opt), re.escape(opt[2:].replace("-", "_"))]
+        # the dest spelling too ('kv_transfer_config'), except for one-word options, whose bare word is prose
+        # ('--runner': "V2 model runner")
+        spellings = [re.escape(opt)] + ([re.escape(opt[2:].replace("-", "_"))] if "-" in opt[2:] else [])
         if re.search(r"(?<![\w-])(?:" + "|".join(spellings) + r")(?![\w-])", text):
             return f"uses {opt}, which changes memory and which the tool does not model (a not-modelled warning)"
     if not (r.get("tensor_parallel_size") or r.get("num_gpus")) and \

@@ -25,7 +25,15 @@ from configurator.hardware.labels import gpu_from_labels
 from configurator.k8s_quantity import QuantityError, quantity_bytes
 from configurator.lint.load import Document, Loc
 from configurator.lint.shape import MAX_BYTES, MAX_INT, Node, ShapeNote, describe
-from configurator.vllm.flags import BY_DEST, Flag, ParsedArgs, UnknownArg, convert, parse_args
+from configurator.vllm.flags import (
+    BY_DEST,
+    UNMODELLED_MEMORY_OPTIONS,
+    Flag,
+    ParsedArgs,
+    UnknownArg,
+    convert,
+    parse_args,
+)
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
 ANNOTATION_PREFIX = "vllm-configurator.io/"
@@ -676,11 +684,17 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
     if "config" not in s.flags:
         for t, nxt in itertools.pairwise(tokens):
             if t.text == "--config":
-                for val, key, loc in config_file_flags(nxt.text, pod, inputs):
+                found = config_file_flags(nxt.text, pod, inputs)
+                if not found:  # its options may change memory, and none of them was read
+                    s.unmodelled.append((f"--config {nxt.text} (a file no ConfigMap in the input holds, so its "
+                                         "options were not read)", nxt.loc))
+                for val, key, loc in found:
                     dest = key.replace("-", "_")
                     s.sources.append(loc.file)
                     if dest in BY_DEST:
                         set_flag(s, val, dest, loc)
+                    elif "--" + key.replace("_", "-") in UNMODELLED_MEMORY_OPTIONS:
+                        s.unmodelled.append(("--" + key.replace("_", "-"), loc))
     pod_scheduling(s, pod)
     container_facts(s, pod, c)
     return s

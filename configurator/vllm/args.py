@@ -310,6 +310,13 @@ def scan(tokens: list[str], version: str | None = None, *, positional: bool = Tr
             out.given.append(Given(o, "-O", convert(rel, o, tok[3:] if tok[2] == "=" else tok[2:], i), i, i + 1))
             i += 1
             continue
+        if tok == "-O" and "-O" not in rel.strings and "--optimization-level" in rel.strings \
+                and i + 1 < len(tokens) and tokens[i + 1] in ("0", "1", "2", "3"):
+            # -O <n> -> --optimization-level <n> (0.33.0 utils/argparse_utils.py FlexibleArgumentParser.parse_args)
+            o = rel.strings["--optimization-level"][0]
+            out.given.append(Given(o, "-O", convert(rel, o, tokens[i + 1], i), i, i + 2))
+            i += 2
+            continue
         found = resolve(rel, tok, i)
         if found is None:
             pending_leftover = Leftover(raw_tok, i)

@@ -209,6 +209,23 @@ UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
     # extra vocabulary, the MoE kernel choice (0.25.0 / 0.33.0 arg_utils.py; the LoRA pair up to 0.11.0)
     "--decode-context-parallel-size", "-dcp", "--enable-tower-connector-lora", "--moe-backend",
     "--enable-lora-bias", "--lora-extra-vocab-size",
+    # vLLM 0.33.0 options that change GPU memory, found by reading where each is consumed (engine/arg_utils.py and
+    # the code it feeds): the optimization level (O0 captures no CUDA graphs, O1 piecewise only; -O3 / -O 3 are
+    # its spellings), the 0.33 capture-size list, the speculative shorthands merged into --speculative-config,
+    # micro-batching, a kernel / attention / engram / diffusion config, a YAML --config the tool does not read,
+    # performance mode (doubled batch defaults), sliding windows turned off, KV layers kept out of fp8, pooling
+    # runners (no LM head), online quantization, layer offloading and its prefetch pool, memory reserved for
+    # multimodal IPC or GPU video decoding, encoder-only instances, data-parallel encoders, LoRA module and MoE
+    # variants, per-LoRA-count graphs, ReplaySSM ring buffers (not --attention-backend: a FlashInfer workspace of
+    # ~0.4 GiB where another backend is the default, within the error band)
+    "--optimization-level", "--cudagraph-capture-sizes", "--spec-method", "--spec-model", "--spec-tokens",
+    "--ubatch-size", "--kernel-config", "--attention-config", "-ac", "--engram-config", "--diffusion-config", "-dc",
+    "--performance-mode", "--disable-sliding-window", "--kv-cache-dtype-skip-layers", "--runner",
+    "--convert", "--quantization-config", "--offload-backend", "--offload-group-size", "--offload-num-in-group",
+    "--offload-prefetch-step", "--offload-params", "--cpu-offload-params", "--mm-ipc-gpu-memory-gb",
+    "--media-io-kwargs", "--mm-encoder-only", "--ec-transfer-config", "--mm-encoder-tp-mode",
+    "--lora-target-modules", "--enable-moe-shared-loras", "--enable-mixed-moe-lora-format",
+    "--specialize-active-lora", "--use-replayssm", "--replayssm-buffer-len", "--video-pruning-rate",
 })
 
 
