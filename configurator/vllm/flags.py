@@ -218,7 +218,7 @@ UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
     # multimodal IPC or GPU video decoding, encoder-only instances, data-parallel encoders, LoRA module and MoE
     # variants, per-LoRA-count graphs, ReplaySSM ring buffers (not --attention-backend: a FlashInfer workspace of
     # ~0.4 GiB where another backend is the default, within the error band)
-    "--optimization-level", "--cudagraph-capture-sizes", "--spec-method", "--spec-model", "--spec-tokens",
+    "--optimization-level", "--cudagraph-capture-sizes", "--spec-method", "--spec-model", "--spec-tokens",  # folded
     "--ubatch-size", "--kernel-config", "--attention-config", "-ac", "--engram-config", "--diffusion-config", "-dc",
     "--performance-mode", "--disable-sliding-window", "--kv-cache-dtype-skip-layers", "--runner",
     "--convert", "--quantization-config", "--offload-backend", "--offload-group-size", "--offload-num-in-group",
@@ -313,12 +313,74 @@ def parse_args(tokens: list[str], version: str | None = None) -> ParsedArgs:
             continue
         if any(o in UNMODELLED_MEMORY_OPTIONS for o in g.option.opts):
             unmodelled.append(Occurrence(g.option.opts[0], g.value, at, g.end + start))
+    occurrences, unmodelled = _fold_spec_shorthands(occurrences, unmodelled)
+    occurrences, unmodelled = _optimization_level(occurrences, unmodelled)
     from configurator.vllm.args import release_args
 
     rel = release_args(version)
     unknown = tuple(UnknownArg(x.token, x.index + start, rel.nearest(x.token) if x.token.startswith("-") else None,
                                x.values) for x in s.leftovers)
     return ParsedArgs(tuple(occurrences), tuple(unmodelled), unknown)
+
+
+# vLLM 0.33.0 engine/arg_utils.py create_speculative_config: --spec-method / --spec-model / --spec-tokens are
+# merged into the speculative config dict, and refused when it sets the same key
+SPEC_SHORTHANDS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
+
+
+def _fold_spec_shorthands(occurrences: list[Occurrence], unmodelled: list[Occurrence]
+                          ) -> tuple[list[Occurrence], list[Occurrence]]:
+    """The speculative shorthands as the speculative_config they make (modelled there), vLLM's way."""
+    import json
+
+    from configurator.vllm.args import ArgError
+
+    short = [o for o in unmodelled if o.dest in SPEC_SHORTHANDS]
+    if not short:
+        return occurrences, unmodelled
+    base = next((o for o in reversed(occurrences) if o.dest == "speculative_config"), None)
+    d: dict = {}
+    if base is not None:
+        try:
+            d = dict(base.value) if isinstance(base.value, dict) else json.loads(str(base.value) or "{}")
+        except ValueError:
+            return occurrences, unmodelled  # a malformed --speculative-config is reported where it is read
+        if not isinstance(d, dict):
+            return occurrences, unmodelled
+    for o in short:
+        key = SPEC_SHORTHANDS[o.dest]
+        if key in d and base is not None:
+            raise ArgError(f"{o.dest} and --speculative-config['{key}'] are mutually exclusive", o.index)
+        value = o.value
+        if key == "num_speculative_tokens":
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise ArgError(f"{o.dest}: expected an integer, got {value!r}", o.index) from None
+        d[key] = value
+    at = base or short[0]
+    rest = [o for o in occurrences if o.dest != "speculative_config"]
+    return [*rest, Occurrence("speculative_config", d, at.index, at.end)], \
+        [o for o in unmodelled if o.dest not in SPEC_SHORTHANDS]
+
+
+def _optimization_level(occurrences: list[Occurrence], unmodelled: list[Occurrence]
+                        ) -> tuple[list[Occurrence], list[Occurrence]]:
+    """-O / --optimization-level as far as memory goes (vLLM 0.33.0 config/vllm.py OPTIMIZATION_LEVEL_00..03):
+    O0 captures no CUDA graphs and compiles nothing (cudagraph_mode NONE: what --enforce-eager models); O2, the
+    default, and O3 capture FULL_AND_PIECEWISE graphs as the estimate assumes; O1 (piecewise graphs only) and any
+    other value stay a not-modelled warning."""
+    levels = [o for o in unmodelled if o.dest == "--optimization-level"]
+    if not levels:
+        return occurrences, unmodelled
+    last = levels[-1]
+    level = str(last.value).upper().removeprefix("O")
+    if level not in ("0", "2", "3"):
+        return occurrences, unmodelled
+    rest = [o for o in unmodelled if o.dest != "--optimization-level"]
+    if level == "0" and not any(o.dest == "enforce_eager" for o in occurrences):
+        occurrences = [*occurrences, Occurrence("enforce_eager", True, last.index, last.end)]
+    return occurrences, rest
 
 
 def _check_quantization(option: Any, value: str, index: int) -> None:

@@ -14,10 +14,9 @@ SERVE = ["vllm", "serve", "Qwen/Qwen3-8B"]
 
 
 @pytest.mark.parametrize(("extra", "option"), [
-    (["-O3"], "--optimization-level"),
-    (["-O", "0"], "--optimization-level"),  # vLLM's FlexibleArgumentParser reads `-O <n>` too
+    (["-O1"], "--optimization-level"),
+    (["-O", "1"], "--optimization-level"),  # vLLM's FlexibleArgumentParser reads `-O <n>` too
     (["--optimization-level", "1"], "--optimization-level"),
-    (["--spec-method", "ngram"], "--spec-method"),
     (["--cudagraph-capture-sizes", "1", "2", "4"], "--cudagraph-capture-sizes"),
     (["--performance-mode", "throughput"], "--performance-mode"),
     (["--disable-sliding-window"], "--disable-sliding-window"),
@@ -28,6 +27,31 @@ def test_a_memory_option_is_reported_not_dropped(extra, option):
     parsed = parse_args([*SERVE, *extra], "0.33.0")
     assert not parsed.unknown, parsed.unknown
     assert option in [o.dest for o in parsed.unmodelled]
+
+
+@pytest.mark.parametrize("spelling", [["-O0"], ["-O", "0"], ["--optimization-level", "0"], ["-O=0"]])
+def test_optimization_level_0_is_eager_and_2_3_are_the_default(spelling):
+    """vLLM 0.33 OPTIMIZATION_LEVEL_00 sets cudagraph_mode NONE (no graphs, as --enforce-eager); O2 (the default)
+    and O3 capture FULL_AND_PIECEWISE graphs, which the estimate assumes; only O1 (piecewise only) is reported."""
+    parsed = parse_args([*SERVE, *spelling], "0.33.0")
+    assert parsed.flags.get("enforce_eager") is True and not parsed.unmodelled
+    for level in ("-O2", "-O3"):
+        p = parse_args([*SERVE, level], "0.33.0")
+        assert not p.unmodelled and "enforce_eager" not in p.flags
+
+
+def test_the_speculative_shorthands_become_the_speculative_config():
+    """vLLM 0.33 merges --spec-method / --spec-model / --spec-tokens into --speculative-config (and refuses a key
+    set both ways), so they are modelled as that config, not reported."""
+    from configurator.vllm.args import ArgError
+
+    parsed = parse_args([*SERVE, "--spec-method", "ngram", "--spec-tokens", "4"], "0.33.0")
+    assert parsed.flags["speculative_config"] == {"method": "ngram", "num_speculative_tokens": 4}
+    assert not parsed.unmodelled
+    merged = parse_args([*SERVE, "--speculative-config", '{"method": "ngram"}', "--spec-tokens", "3"], "0.33.0")
+    assert merged.flags["speculative_config"] == {"method": "ngram", "num_speculative_tokens": 3}
+    with pytest.raises(ArgError, match="mutually exclusive"):
+        parse_args([*SERVE, "--speculative-config", '{"method": "ngram"}', "--spec-method", "eagle"], "0.33.0")
 
 
 def _check(tmp_path, text):
