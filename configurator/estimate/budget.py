@@ -169,10 +169,11 @@ def capture_sizes(inp: Inputs) -> list[int]:
     """The CUDA-graph capture sizes; with speculative decoding the decode ceiling is max_num_seqs x (1 + k) x 2
     and, on model runner V1, every size is a multiple of 1 + k (vllm/config/vllm.py _set_cudagraph_sizes,
     compilation.py adjust_cudagraph_sizes_for_spec_decode, 0.33.0)."""
+    ceiling = int(inp.flags.get("max_cudagraph_capture_size") or 0) or None
     if inp.spec is None:
-        return cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs, inp.mnbt)
+        return cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs, inp.mnbt, ceiling)
     q = 1 + inp.spec.num_speculative_tokens
-    sizes = cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs * q, inp.mnbt)
+    sizes = cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs * q, inp.mnbt, ceiling)
     return sizes if inp.v2 else spec_capture_sizes(sizes, inp.spec.num_speculative_tokens)
 
 

@@ -100,21 +100,25 @@ def derived_max_model_len(model: ModelSpec, b: Behaviour) -> DerivedLen:
     return DerivedLen(value, key, why)
 
 
-def cudagraph_capture_sizes(b: Behaviour, gpu: GPU, max_num_seqs: int, max_num_batched_tokens: int) -> list[int]:
+def cudagraph_capture_sizes(b: Behaviour, gpu: GPU, max_num_seqs: int, max_num_batched_tokens: int,
+                            max_capture_size: int | None = None) -> list[int]:
     """The batch sizes vLLM captures CUDA graphs for by default (VllmConfig._set_cudagraph_sizes, 0.19+).
 
     ceiling = min(2 x max_num_seqs, 512 (1,024 on data-centre Blackwell from 0.28), max_num_batched_tokens);
     sizes 1, 2, 4, then every 8 up to 248, then every 16 from 256 to the ceiling: 51 at 512, 83 at 1,024;
     plus max_num_batched_tokens when it fits (0.21+) and max_num_seqs when it fits (0.29+).
+    --max-cudagraph-capture-size replaces the 2 x max_num_seqs / 512 ceiling, and then max_num_seqs is not
+    added (0.33.0 config/vllm.py: uniform_decode_sizes is filled only when the ceiling is computed there).
     """
     default_max = 1024 if b.capture_blackwell_1024 and gpu.sm // 10 == 10 else 512
-    decode_max = min(max_num_seqs * 2, default_max)
+    decode_max = max_capture_size or min(max_num_seqs * 2, default_max)
     ceiling = min(max_num_batched_tokens, decode_max)
     sizes = {n for n in (1, 2, 4) if n <= ceiling}
     sizes.update(range(8, min(ceiling + 1, 256), 8))
     sizes.update(range(256, ceiling + 1, 16))
     if b.capture_mnbt and max_num_batched_tokens <= ceiling:
         sizes.add(max_num_batched_tokens)
-    if b.capture_decode_size and max_num_seqs <= decode_max and max_num_seqs <= max_num_batched_tokens:
+    if b.capture_decode_size and not max_capture_size and max_num_seqs <= decode_max \
+            and max_num_seqs <= max_num_batched_tokens:
         sizes.add(max_num_seqs)
     return sorted(sizes)
