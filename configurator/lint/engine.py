@@ -396,15 +396,22 @@ def _mentions_vllm(data: Any) -> bool:
     return False
 
 
-def _no_silent_files(docs: list[Document], servers: list, out: Any, read: set[str] = frozenset()) -> None:
-    """A file that mentions vLLM but yielded neither a server nor a finding, nor was read by a server of
-    another file (`read`: a KServe runtime, a --config ConfigMap), gets one not-understood note, so nothing
-    that names vLLM passes in silence (a Service called vllm, an object of an unknown kind)."""
-    spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed} | read
+def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[str, list[str]] | None = None) -> None:
+    """A file that mentions vLLM but yielded neither a server nor a finding gets one note, so nothing that names
+    vLLM passes in silence: read-by-server when a server of another file read it (`read`: file -> the servers
+    that read it, a KServe runtime, a --config ConfigMap), else not-understood (a Service called vllm, an object
+    of an unknown kind)."""
+    read = read or {}
+    spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed}
     for d in docs:
         if d.file in spoken or not _mentions_vllm(d.data):
             continue
         spoken.add(d.file)
+        if d.file in read:
+            names = sorted(set(read[d.file]))
+            out.add("read-by-server", f"read by {', '.join(names[:3])}{' and others' if len(names) > 3 else ''}: "
+                    "its settings are checked as part of that server", d.loc(()))
+            continue
         kinds = sorted({str(x.data.get("kind")) for x in docs if x.file == d.file and isinstance(x.data, dict)
                         and isinstance(x.data.get("kind"), str)})
         what = f" (kinds: {', '.join(kinds)})" if kinds else ""
@@ -527,7 +534,12 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
         except Exception as e:  # last line of defence: one server's failure is a finding, the run goes on
             out.add("not-understood", f"internal error evaluating this server ({type(e).__name__}): not checked",
                     s.loc, ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name), s.container)
-    _no_silent_files(docs, servers, out, {f for s in found for f in s.sources})
+    readers: dict[str, list[str]] = {}
+    for s in found:
+        for f in s.sources:
+            if f != s.file:
+                readers.setdefault(f, []).append(f"{s.kind}/{s.name} in {s.file}")
+    _no_silent_files(docs, servers, out, readers)
     findings, suppressed = sorted(out.findings, key=_order), sorted(out.suppressed, key=_order)
     files = len({d.file for d in docs} | {p.loc.file for p in problems})
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}

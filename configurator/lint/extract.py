@@ -181,6 +181,16 @@ class Inputs:
     consumed: set[int] = field(default_factory=set)  # id() of documents a server read
     notices: dict[int, list[NotUnderstood]] = field(default_factory=dict)  # id(document) -> its findings
     memo: dict[str, Any] = field(default_factory=dict)  # what a format computes once per run (its own key)
+    by_name_in_file: dict[tuple[str, str, str], Node] = field(default_factory=dict)
+
+    def named(self, kind: str, name: str, file: str | None = None) -> Node | None:
+        """The object of this kind and name, the one in `file` first: a folder of unrelated manifests often
+        holds several ConfigMaps called vllm-config, and a pod reads the one it ships with."""
+        if file is not None:
+            same = self.by_name_in_file.get((kind, name, file))
+            if same is not None:
+                return same
+        return self.by_name.get((kind, name))
 
     def notice(self, doc: Document, finding: NotUnderstood) -> None:
         """A finding on an object that yields no server (an unbound runtime template), reported with it."""
@@ -194,7 +204,9 @@ class Inputs:
                 meta = d.data.get("metadata")
                 name = meta.get("name") if isinstance(meta, dict) else None
                 if isinstance(name, str):
-                    out.by_name.setdefault((d.data["kind"], name), Node.of(d))
+                    node = out.by_name.setdefault((d.data["kind"], name), Node.of(d))
+                    out.by_name_in_file.setdefault((d.data["kind"], name, d.file),
+                                                   node if node.doc is d else Node.of(d))
         return out
 
 
@@ -558,7 +570,7 @@ def config_file_flags(path: str, pod: Node, inputs: Inputs) -> list[tuple[Node, 
                 cm_name = v.str("configMap", "name")
                 if cm_name is None or v.str("name") != m.str("name"):
                     continue
-                cm = inputs.by_name.get(("ConfigMap", cm_name))
+                cm = inputs.named("ConfigMap", cm_name, pod.doc.file)
                 if cm is None:
                     continue
                 text = cm.str("data", key, max_chars=1 << 20)

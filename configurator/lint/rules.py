@@ -154,6 +154,16 @@ REGISTRY["runtime-template-unbound"] = Rule(
     "the model.",
     lambda ctx: iter(()))
 
+REGISTRY["read-by-server"] = Rule(
+    "read-by-server", "Read as part of a server in another file", "info",
+    "A file whose objects hold no vLLM server of their own but are read by a server in another file of the "
+    "input: a ConfigMap that a pod mounts as its `--config` file, a KServe runtime an InferenceService uses. "
+    "Its settings are checked as that server's; the finding says which server, so that every file that "
+    "mentions vLLM says what became of it.",
+    "Nothing to do while the files are checked together. Where two files hold objects of the same name (a folder "
+    "of unrelated examples), check them apart.",
+    lambda ctx: iter(()))
+
 
 @rule("kv-cache-too-small", "max_model_len does not fit the KV cache", "error",
       "vLLM refuses to start when one request of max_model_len does not fit the KV-cache memory left after the "

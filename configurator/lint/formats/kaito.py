@@ -54,7 +54,7 @@ def _runtime(obj: Node) -> str:
 
 def _config(s: Server, inf: Node, inputs: Inputs) -> None:
     name = inf.name("config")
-    cm = inputs.by_name.get(("ConfigMap", name or "")) if name else None
+    cm = inputs.named("ConfigMap", name, inf.doc.file) if name else None
     if cm is None:
         return
     text = cm.str("data", CONFIG_KEY, max_chars=1 << 20)

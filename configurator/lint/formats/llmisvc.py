@@ -105,7 +105,7 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     bases: list[Node] = []
     for i, ref in enumerate(spec.mappings("baseRefs")):
         name = ref.name("name")
-        base = inputs.by_name.get((CONFIG_KIND, name or ""))
+        base = inputs.named(CONFIG_KIND, name or "", obj.doc.file)
         if base is None:
             obj.note((*spec.path, "baseRefs", i), f"{CONFIG_KIND} '{name}' is not in the input: what it "
                      "sets (image, command, args, parallelism, resources) is not checked")
