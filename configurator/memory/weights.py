@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from configurator.memory.build import pp_layer_split
 from configurator.memory.kv_dtype import DTYPE_BYTES
@@ -212,6 +213,24 @@ def per_layer_input_params(model: ModelSpec) -> PerLayerInputParams | None:
     return PerLayerInputParams(embedding, tuple(linear), tuple(attention), tuple(other))
 
 
+def _ratio(x: Any, default: float = 4.0) -> float:
+    """An MLP ratio from a config, or `default` when it is not a positive finite number."""
+    try:
+        r = float(x)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return r if 0 < r < 1e6 else default
+
+
+def _whole(x: Any, default: int = 0) -> int:
+    """A config value as a whole number, or `default` when it is not one (a tower whose keys are malformed is
+    then not counted, and uncounted_towers says so, instead of failing the estimate)."""
+    try:
+        return int(x) if x is not None and not isinstance(x, bool) else default
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
 def _vision_params(config: dict, text_hidden: int) -> int:
     """A ViT encoder plus its projector, loaded with multimodal checkpoints (replicated, 16-bit):
     depth x (4 h^2 attention + 2 h x intermediate MLP) + patch embedding + merger to the text width."""
@@ -220,24 +239,24 @@ def _vision_params(config: dict, text_hidden: int) -> int:
         return _clip_img_processor_params(config, text_hidden)
     # Kimi-K2.5's MoonViT names its shapes vt_*: vllm==0.33.0 model_executor/models/kimi_k25_vit.py, blocks with
     # a two-matrix MLP2 (fc0 / fc1), a patch merger over merge_kernel_size (linear_1 4h -> 4h, linear_2 -> text)
-    h = int(v.get("hidden_size") or v.get("embed_dim") or v.get("vt_hidden_size") or 0)
-    depth = int(v.get("depth") or v.get("num_hidden_layers") or v.get("vt_num_hidden_layers") or 0)
-    inter = int(v.get("intermediate_size") or v.get("vt_intermediate_size") or 4 * h)
-    out = int(v.get("out_hidden_size") or v.get("text_hidden_size") or text_hidden)
+    h = _whole(v.get("hidden_size") or v.get("embed_dim") or v.get("vt_hidden_size") or 0)
+    depth = _whole(v.get("depth") or v.get("num_hidden_layers") or v.get("vt_num_hidden_layers") or 0)
+    inter = _whole(v.get("intermediate_size") or v.get("vt_intermediate_size") or 4 * h)
+    out = _whole(v.get("out_hidden_size") or v.get("text_hidden_size") or text_hidden)
     if v.get("embed_dim"):
         # Qwen2-VL's convention (vllm==0.11.0 model_executor/models/qwen2_vl.py Qwen2VisionTransformer): the
         # blocks are embed_dim wide with an MLP of embed_dim x mlp_ratio, and hidden_size is the merger's
         # output (the text width), not the tower's
-        h = int(v["embed_dim"])
-        inter = int(h * float(v.get("mlp_ratio") or 4))
-        out = int(v.get("hidden_size") or out)
+        h = _whole(v["embed_dim"])
+        inter = _whole(h * _ratio(v.get("mlp_ratio")))
+        out = _whole(v.get("hidden_size") or out)
     if not h or not depth:
         return 0
-    patch = int(v.get("patch_size") or 14)
-    chans = int(v.get("in_channels") or v.get("num_channels") or 3) * int(v.get("temporal_patch_size") or 1)
+    patch = _whole(v.get("patch_size") or 14)
+    chans = _whole(v.get("in_channels") or v.get("num_channels") or 3) * _whole(v.get("temporal_patch_size") or 1)
     kernel = v.get("merge_kernel_size")
-    merge = int(kernel[0]) * int(kernel[1]) if isinstance(kernel, list) and len(kernel) == 2 \
-        else int(v.get("spatial_merge_size") or 1) ** 2
+    merge = _whole(kernel[0]) * _whole(kernel[1]) if isinstance(kernel, list) and len(kernel) == 2 \
+        else _whole(v.get("spatial_merge_size") or 1) ** 2
     mlp = 2 * h * inter
     extra = 0
     if "qwen2_5_vl" in (str(config.get("model_type", "")), str(v.get("model_type", ""))):
@@ -251,7 +270,7 @@ def _vision_params(config: dict, text_hidden: int) -> int:
         # [position_embedding_size, 2, hidden]; vLLM leaves it unquantized (intermediate 4,304 is not
         # a multiple of 64)
         mlp = 3 * h * inter
-        extra = int(v.get("position_embedding_size") or 0) * 2 * h
+        extra = _whole(v.get("position_embedding_size") or 0) * 2 * h
     return depth * (4 * h * h + mlp) + chans * patch * patch * h + h * merge * (h * merge) + h * merge * out + extra
 
 
@@ -306,16 +325,16 @@ def _whisper_audio_params(a: dict, text_hidden: int) -> int:
     + two LayerNorms, a final LayerNorm; AudioLanguageAdapter w_in (d x 4) -> text hidden, w_out text -> text,
     no bias: the 4 x d input is transformers==4.57.1 VoxtralMultiModalProjector's audio_config.intermediate_size).
     Voxtral-Mini-3B-2507 (32 layers, d 1,280, ffn 5,120, 128 mel bins, text 3,072): 0.66 B parameters."""
-    d = int(a.get("hidden_size") or a.get("d_model") or 0)
-    n = int(a.get("num_hidden_layers") or a.get("encoder_layers") or 0)
-    ffn = int(a.get("intermediate_size") or a.get("encoder_ffn_dim") or 4 * d)
+    d = _whole(a.get("hidden_size") or a.get("d_model") or 0)
+    n = _whole(a.get("num_hidden_layers") or a.get("encoder_layers") or 0)
+    ffn = _whole(a.get("intermediate_size") or a.get("encoder_ffn_dim") or 4 * d)
     if not d or not n:
         return 0
-    mels = int(a.get("num_mel_bins") or 128)
+    mels = _whole(a.get("num_mel_bins") or 128)
     layer = 4 * d * d + 3 * d + 2 * d * ffn + ffn + d + 4 * d
     convs = mels * d * 3 + d + d * d * 3 + d
     adapter = ffn * text_hidden + text_hidden * text_hidden
-    return n * layer + convs + int(a.get("max_source_positions") or 1500) * d + 2 * d + adapter
+    return n * layer + convs + _whole(a.get("max_source_positions") or 1500) * d + 2 * d + adapter
 
 
 def _clip_img_processor_params(config: dict, text_hidden: int) -> int:
@@ -327,12 +346,12 @@ def _clip_img_processor_params(config: dict, text_hidden: int) -> int:
     ip = config.get("img_processor")
     if not isinstance(ip, dict):
         return 0
-    layer_idx = int(ip.get("layer_idx", -2))
+    layer_idx = _whole(ip.get("layer_idx"), -2)
     n = 24 + layer_idx + 1 if layer_idx < 0 else layer_idx + 1
     d, mlp, patch, image = 1024, 4096, 14, 336
     layer = 4 * d * d + 4 * d + 2 * d * mlp + mlp + d + 4 * d
     embeddings = 3 * patch * patch * d + d + ((image // patch) ** 2 + 1) * d + 2 * d  # + class embedding, pre-LN
-    out = int(ip.get("image_dim_out") or d) * 4
+    out = _whole(ip.get("image_dim_out") or d) * 4
     embd = config.get("embd_layer") if isinstance(config.get("embd_layer"), dict) else {}
     proj = out * text_hidden + text_hidden
     if embd.get("projection_cls", "linear") == "mlp":
