@@ -181,16 +181,22 @@ class Inputs:
     consumed: set[int] = field(default_factory=set)  # id() of documents a server read
     notices: dict[int, list[NotUnderstood]] = field(default_factory=dict)  # id(document) -> its findings
     memo: dict[str, Any] = field(default_factory=dict)  # what a format computes once per run (its own key)
-    by_name_in_file: dict[tuple[str, str, str], Node] = field(default_factory=dict)
+    all_named: dict[tuple[str, str], list[Node]] = field(default_factory=dict)
 
-    def named(self, kind: str, name: str, file: str | None = None) -> Node | None:
-        """The object of this kind and name, the one in `file` first: a folder of unrelated manifests often
-        holds several ConfigMaps called vllm-config, and a pod reads the one it ships with."""
-        if file is not None:
-            same = self.by_name_in_file.get((kind, name, file))
-            if same is not None:
-                return same
-        return self.by_name.get((kind, name))
+    def named(self, kind: str, name: str, file: str | None = None, namespace: str | None = None) -> Node | None:
+        """The object of this kind and name that a pod in `namespace` (of `file`) would get: never one in another
+        namespace (an object that states none could be applied to any), then the one in the same file first (a
+        folder of unrelated manifests often holds several ConfigMaps called vllm-config, and a pod reads the one
+        it ships with), then one that states the same namespace."""
+        best, best_key = None, None
+        for node in self.all_named.get((kind, name), ()):
+            ns = identity(node)[1]
+            if namespace and ns and ns != namespace:
+                continue
+            key = (node.doc.file == file, bool(namespace) and ns == namespace)
+            if best_key is None or key > best_key:
+                best, best_key = node, key
+        return best
 
     def notice(self, doc: Document, finding: NotUnderstood) -> None:
         """A finding on an object that yields no server (an unbound runtime template), reported with it."""
@@ -205,8 +211,7 @@ class Inputs:
                 name = meta.get("name") if isinstance(meta, dict) else None
                 if isinstance(name, str):
                     node = out.by_name.setdefault((d.data["kind"], name), Node.of(d))
-                    out.by_name_in_file.setdefault((d.data["kind"], name, d.file),
-                                                   node if node.doc is d else Node.of(d))
+                    out.all_named.setdefault((d.data["kind"], name), []).append(node if node.doc is d else Node.of(d))
         return out
 
 
@@ -554,9 +559,10 @@ def shell_tokens(text: str, loc: Loc, style: str, script: bool = False) -> list[
     return [Token(w, Loc(loc.file, loc.line, loc.column + quote + at)) for w, at in chosen]
 
 
-def config_file_flags(path: str, pod: Node, inputs: Inputs) -> list[tuple[Node, str, Loc]]:
+def config_file_flags(path: str, pod: Node, inputs: Inputs, namespace: str | None = None
+                      ) -> list[tuple[Node, str, Loc]]:
     """`--config /etc/vllm/config.yaml`: its (value node, key, line) from a ConfigMap mounted there,
-    in the same input."""
+    in the same input (and the pod's namespace)."""
     from configurator.lint.load import parse_text
 
     out: list[tuple[Node, str, Loc]] = []
@@ -570,7 +576,7 @@ def config_file_flags(path: str, pod: Node, inputs: Inputs) -> list[tuple[Node, 
                 cm_name = v.str("configMap", "name")
                 if cm_name is None or v.str("name") != m.str("name"):
                     continue
-                cm = inputs.named("ConfigMap", cm_name, pod.doc.file)
+                cm = inputs.named("ConfigMap", cm_name, pod.doc.file, namespace)
                 if cm is None:
                     continue
                 text = cm.str("data", key, max_chars=1 << 20)
@@ -696,10 +702,10 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
     if "config" not in s.flags:
         for t, nxt in itertools.pairwise(tokens):
             if t.text == "--config":
-                found = config_file_flags(nxt.text, pod, inputs)
+                found = config_file_flags(nxt.text, pod, inputs, s.namespace)
                 if not found:  # its options may change memory, and none of them was read
-                    s.unmodelled.append((f"--config {nxt.text} (a file no ConfigMap in the input holds, so its "
-                                         "options were not read)", nxt.loc))
+                    s.unmodelled.append((f"--config {nxt.text} (no ConfigMap of the input, mounted there, gives that "
+                                         "file in a form check reads, so its options were not read)", nxt.loc))
                 for val, key, loc in found:
                     dest = key.replace("-", "_")
                     s.sources.append(loc.file)

@@ -248,8 +248,8 @@ def _vision_params(config: dict, text_hidden: int) -> int:
         # blocks are embed_dim wide with an MLP of embed_dim x mlp_ratio, and hidden_size is the merger's
         # output (the text width), not the tower's
         h = _whole(v["embed_dim"])
-        inter = _whole(h * _ratio(v.get("mlp_ratio")))
-        out = _whole(v.get("hidden_size") or out)
+        inter = _whole(v.get("intermediate_size")) or _whole(h * _ratio(v.get("mlp_ratio")))
+        out = _whole(v.get("out_hidden_size")) or _whole(v.get("hidden_size")) or out
     if not h or not depth:
         return 0
     patch = _whole(v.get("patch_size") or 14)

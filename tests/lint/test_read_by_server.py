@@ -57,3 +57,14 @@ def test_a_pod_reads_the_configmap_of_its_own_file_first(tmp_path):
     lens = {s.object.name: s.flags.get("max_model_len") for s in report.servers}
     assert lens == {"first": 4096, "second": 2048}
     assert not [f for f in report.findings if f.rule == "read-by-server"]
+
+
+def test_a_pod_reads_the_configmap_of_its_own_namespace(tmp_path):
+    def ns(text: str, namespace: str) -> str:
+        return text.replace("metadata: {name:", f"metadata: {{namespace: {namespace}, name:")
+
+    report = _report(tmp_path, {"all.yaml": "---\n".join([
+        ns(CONFIGMAP.format(len=4096), "team-a"), ns(CONFIGMAP.format(len=2048), "team-b"),
+        ns(DEPLOYMENT.format(name="a"), "team-a"), ns(DEPLOYMENT.format(name="b"), "team-b")])})
+    lens = {s.object.name: s.flags.get("max_model_len") for s in report.servers}
+    assert lens == {"a": 4096, "b": 2048}

@@ -39,6 +39,8 @@ PUBLISHED = [
     ("Qwen/Qwen2.5-Math-1.5B", 1.54, 2, "https://huggingface.co/mlx-community/Qwen2.5-Math-1.5B-bf16: 1.54B"),
     # lightning-attention layers: qkv, output gate and out projections of heads x head_dim (12B short before)
     ("MiniMaxAI/MiniMax-M1-80k", 456, 0, "https://huggingface.co/models?other=minimax_m1: 456B"),
+    # its moe_layer_freq is a per-layer list (one dense layer first): 315.8B when read as every layer MoE
+    ("XiaomiMiMo/MiMo-V2-Flash", 310, 0, "https://huggingface.co/collections/XiaomiMiMo/mimo-v2-flash: 310B"),
 ]
 
 
