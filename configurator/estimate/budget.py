@@ -227,10 +227,7 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         warnings += [f"not-modelled: the weights leave out the {t}, which vLLM loads with them: the weights are "
                      "under-estimated and the KV cache over-estimated by its size; pass --kv-cache-memory-bytes or "
                      "calibrate from a start-up log to be sure"
-                     for t in uncounted_towers(model.full_config)
-                     if not (t.startswith("audio") and "audio" in off)
-                     and not (t.startswith(("image", "vision")) and {"image", "video"} <= off)
-                     and not (t.startswith("multimodal") and {"image", "video", "audio"} <= off)]
+                     for t in uncounted_towers(model.full_config, off)]
     if inp.spec is not None and inp.spec.warning:
         warnings.append(f"--speculative-config: {inp.spec.warning}")
     if getattr(inp.gpu, "integrated", False) and not f.get("kv_cache_memory_bytes"):

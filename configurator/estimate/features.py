@@ -437,9 +437,7 @@ def is_moe_layer(c: dict, i: int) -> bool:
     pattern = c.get("hybrid_override_pattern")
     if isinstance(pattern, str):
         return i < len(pattern) and pattern[i] == "E"
-    first_dense = int(c.get("first_k_dense_replace") or 0)
-    freq = c.get("moe_layer_freq") if isinstance(c.get("moe_layer_freq"), int) else 1
-    return moe_layer(c, i, first_dense, int(freq or 1))
+    return moe_layer(c, i)
 
 
 def _mlp(h: int, inter: int, gated: bool) -> list[Linear]:

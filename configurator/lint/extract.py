@@ -177,11 +177,10 @@ class Inputs:
     server consumed, and findings an extractor makes about an object instead of a server."""
 
     docs: list[Document]
-    by_name: dict[tuple[str, str], Node] = field(default_factory=dict)
     consumed: set[int] = field(default_factory=set)  # id() of documents a server read
     notices: dict[int, list[NotUnderstood]] = field(default_factory=dict)  # id(document) -> its findings
     memo: dict[str, Any] = field(default_factory=dict)  # what a format computes once per run (its own key)
-    all_named: dict[tuple[str, str], list[Node]] = field(default_factory=dict)
+    all_named: dict[tuple[str, str], list[Node]] = field(default_factory=dict)  # (kind, name) -> objects, in order
 
     def named(self, kind: str, name: str, file: str | None = None, namespace: str | None = None) -> Node | None:
         """The object of this kind and name that a pod in `namespace` (of `file`) would get: never one in another
@@ -210,8 +209,7 @@ class Inputs:
                 meta = d.data.get("metadata")
                 name = meta.get("name") if isinstance(meta, dict) else None
                 if isinstance(name, str):
-                    node = out.by_name.setdefault((d.data["kind"], name), Node.of(d))
-                    out.all_named.setdefault((d.data["kind"], name), []).append(node if node.doc is d else Node.of(d))
+                    out.all_named.setdefault((d.data["kind"], name), []).append(Node.of(d))
         return out
 
 

@@ -99,8 +99,6 @@ def count_params(model: ModelSpec) -> ParamCounts:
     routed, router = _routed_params(c, h)
     latent = _latent_params(c, h)
     linear, other, attn, exp, rout = [], [], [], [], []
-    first_dense = int(c.get("first_k_dense_replace") or 0)
-    freq = int(c.get("moe_layer_freq") or 1) if isinstance(c.get("moe_layer_freq"), int) else 1
     pattern = c.get("hybrid_override_pattern") if isinstance(c.get("hybrid_override_pattern"), str) else None
     blocks = c.get("block_configs") if isinstance(c.get("block_configs"), list) else None
     for i in range(n):
@@ -117,7 +115,7 @@ def count_params(model: ModelSpec) -> ParamCounts:
             ch = pattern[i] if i < len(pattern) else "-"
             lin += moe if ch == "E" else dense_mlp if ch == "-" else 0
             has_moe = ch == "E"
-        elif moe and moe_layer(c, i, first_dense, freq):
+        elif moe and moe_layer(c, i):
             lin += moe
             has_moe = True
             if c.get("enable_moe_block") or str(c.get("model_type", "")).startswith("gemma4"):
@@ -359,36 +357,34 @@ def _clip_img_processor_params(config: dict, text_hidden: int) -> int:
     return n * layer + embeddings + proj + 2 * out
 
 
-def uncounted_towers(config: dict) -> list[str]:
-    """Towers a config declares whose weights the count leaves out (their shapes are in keys it does not read);
-    the estimate says so (a not-modelled warning) instead of passing the shortfall in silence."""
-    out = []
+def uncounted_towers(config: dict, modalities_off: Collection[str] = ()) -> list[str]:
+    """Towers a config declares whose weights the count leaves out (their shapes are in keys it does not read),
+    less those vLLM does not build with these modalities off (towers_skipped); the estimate says so (a
+    not-modelled warning) instead of passing the shortfall in silence."""
+    skipped = towers_skipped(modalities_off)
+    out: list[tuple[frozenset[str], str]] = []
     embd = config.get("embd_layer") if isinstance(config.get("embd_layer"), dict) else {}
     if isinstance(embd.get("image_embd_layer"), dict) and not isinstance(config.get("img_processor"), dict):
-        out.append("image tower (its shapes are under embd_layer.image_embd_layer, which the count does not read)")
+        out.append(({"vision"}, "image tower (its shapes are under embd_layer.image_embd_layer, which the count "
+                                "does not read)"))
     if isinstance(config.get("audio_processor"), dict):
-        out.append("audio tower (its shapes are under audio_processor, which the count does not read)")
+        out.append(({"audio"}, "audio tower (its shapes are under audio_processor, which the count does not read)"))
     a = config.get("audio_config")
     if isinstance(a, dict) and str(a.get("model_type", "")) not in ("gemma4_audio", "voxtral_encoder"):
-        out.append(f"audio tower (an audio_config of model_type {a.get('model_type') or 'unnamed'}, which the count "
-                   "does not read)")
+        out.append(({"audio"}, f"audio tower (an audio_config of model_type {a.get('model_type') or 'unnamed'}, "
+                               "which the count does not read)"))
     v = config.get("vision_config")
-    if isinstance(v, dict) and not _vision_params(config, int(text_config_hidden(config))):
-        out.append(f"vision tower (a vision_config of model_type {v.get('model_type') or 'unnamed'}, which the count "
-                   "does not read)")
+    if isinstance(v, dict) and not _vision_params(config, 0):
+        out.append(({"vision"}, f"vision tower (a vision_config of model_type {v.get('model_type') or 'unnamed'}, "
+                                "which the count does not read)"))
     archs = [str(a) for a in config.get("architectures") or [] if isinstance(a, str)]
     towers = ("vision_config", "audio_config", "img_processor", "embd_layer", "audio_processor")
     if any(a.endswith("ForConditionalGeneration") for a in archs) and not any(k in config for k in towers):
         # a copy trimmed to its text_config (catalog part E's gemma-4-E2B-it): the class still builds its towers,
         # from its config class's defaults
-        out.append(f"multimodal towers ({archs[0]} builds them from its class defaults; this config names none)")
-    return out
-
-
-def text_config_hidden(config: dict) -> int:
-    from configurator.model.hf_config import text_config_of
-
-    return int(text_config_of(config).get("hidden_size") or 0)
+        out.append(({"vision", "audio"}, f"multimodal towers ({archs[0]} builds them from its class defaults; this "
+                                         "config names none)"))
+    return [text for kinds, text in out if not kinds <= skipped]
 
 
 def _csa_params(c: dict, h: int, heads: int, ratio: int) -> tuple[int, int, int]:
@@ -492,7 +488,7 @@ def _routed_params(c: dict, h: int) -> tuple[int, int]:
     return experts * (3 if mlp_gated(c) else 2) * expert_hidden(c, h) * inter, h * experts
 
 
-def moe_layer(c: dict, i: int, first_dense: int = 0, freq: int = 1) -> bool:
+def moe_layer(c: dict, i: int) -> bool:
     """Whether decoder layer i of an MoE model has routed experts. Llama 4 interleaves them: vllm==0.11.0
     model_executor/models/llama4.py Llama4DecoderLayer builds Llama4MoE where
     `interleave_moe_layer_step > 0 and (layer_idx + 1) % interleave_moe_layer_step == 0`, else a dense
@@ -504,6 +500,8 @@ def moe_layer(c: dict, i: int, first_dense: int = 0, freq: int = 1) -> bool:
     flags = c.get("moe_layer_freq")
     if isinstance(flags, list):  # one flag a layer (MiniMax-M3: vllm/models/minimax_m3/nvidia/model.py,
         return i < len(flags) and flags[i] != 0  # 0.33.0: `moe_layer_freq[layer_id] != 0`)
+    first_dense = int(c.get("first_k_dense_replace") or 0)
+    freq = int(flags or 1) if isinstance(flags, int) and not isinstance(flags, bool) else 1
     return i >= first_dense and (i - first_dense) % max(freq, 1) == 0
 
 

@@ -119,7 +119,6 @@ def _entry(d: dict, origin: str, where: Path) -> Entry:
                  or str(d.get("config_source") or "").startswith("Derived "))
 
 
-
 @cache
 def _profile_entry_at(path: Path) -> Entry:
     return _entry(read_json(path, "model profile"), f"models/{path.name}", path)

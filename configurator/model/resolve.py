@@ -43,10 +43,21 @@ def load_profile(path: Path | Entry) -> ModelSpec:
 
 
 def entry_spec(entry: Entry) -> ModelSpec:
-    """A catalog entry's ModelSpec; a derived entry's says so wherever it is used (its notes, and `inferred`,
-    which check reports as model-inferred)."""
+    """A catalog entry's ModelSpec; a derived entry's says so wherever it is used."""
     spec, note = entry.spec(), entry.derived_note
-    return dataclasses.replace(spec, notes=(*spec.notes, note), inferred=note) if note else spec
+    return _inferred(spec, note) if note else spec
+
+
+def _inferred(spec: ModelSpec, how: str) -> ModelSpec:
+    """The spec, saying how its geometry was inferred rather than read: in its notes (estimate) and `inferred`
+    (check's model-inferred)."""
+    return dataclasses.replace(spec, notes=(*spec.notes, how), inferred=how)
+
+
+def _on_derived(entry: Entry) -> str:
+    """What a warning about a model taken from a catalog entry adds when that entry is itself derived."""
+    return f" ({entry.hf_id}'s catalog config is itself derived, not its published config.json)" if entry.derived \
+        else ""
 
 
 def _find_profile_file(name: str) -> Entry | None:
@@ -159,11 +170,9 @@ def resolve(name: str, *, allow_hub: bool = True, revision: str | None = None,
     derived = resolve_derivative(name)
     if derived is not None:
         base, quant_config, warning = derived
-        if base.derived:
-            warning += f" ({base.hf_id}'s catalog config is itself derived, not its published config.json)"
-        spec = read_model_spec(_derived_config(base, quant_config), name=name, hf_id=name,
-                               hf_quant_config=None if quant_config else base.hf_quant_config)
-        spec = dataclasses.replace(spec, notes=(*spec.notes, warning), inferred=warning)
+        warning += _on_derived(base)
+        spec = _inferred(read_model_spec(_derived_config(base, quant_config), name=name, hf_id=name,
+                                         hf_quant_config=None if quant_config else base.hf_quant_config), warning)
         return Resolution(spec, "derivative", f"{base.hf_id}: {base.config_source}", (warning,))
     if hub_error is not None:
         raise hub_error
@@ -209,11 +218,9 @@ def _named_by_path(path: str) -> Resolution | None:
         hq = None if qc else entry.hf_quant_config
         what = inferred.split("; pass", 1)[0]
     warning = (f"{path} is not on this machine; its last part names {entry.hf_id}: {what} "
-               f"(pass --model-config {path}=CONFIG to be exact)")
-    if entry.derived:
-        warning += f" ({entry.hf_id}'s catalog config is itself derived, not its published config.json)"
-    spec = read_model_spec(config, name=path, hf_quant_config=hq, weights_bytes=weights, weights_source=wsource)
-    spec = dataclasses.replace(spec, notes=(*spec.notes, warning), inferred=warning)
+               f"(pass --model-config {path}=CONFIG to be exact){_on_derived(entry)}")
+    spec = _inferred(read_model_spec(config, name=path, hf_quant_config=hq, weights_bytes=weights,
+                                     weights_source=wsource), warning)
     return Resolution(spec, "path-name", entry.config_source, (warning,))
 
 

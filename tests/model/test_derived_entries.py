@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-from configurator.lint.engine import Options, evaluate
-from configurator.lint.load import load
 from configurator.model import catalog
 from configurator.model.resolve import resolve
 
@@ -59,25 +57,14 @@ def test_models_json_shows_derived(run_cli):
     assert rows[DERIVED]["derived"] is True and rows[PUBLISHED_COPY]["derived"] is False
 
 
-def test_check_reports_model_inferred_for_a_derived_entry(tmp_path):
-    m = tmp_path / "vl.yaml"
-    m.write_text(f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: vl}}
-spec:
-  template:
-    spec:
-      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.33.0
-          args: ["--model", "{DERIVED}", "--tensor-parallel-size", "4", "--max-model-len", "32768"]
-          resources: {{limits: {{nvidia.com/gpu: 4}}}}
-""")
-    docs, problems = load([str(m)])
-    found = [f for f in evaluate(docs, problems, Options()).findings if f.rule == "model-inferred"]
+def test_check_reports_model_inferred_for_a_derived_entry():
+    from tests.lint.test_rules import ARGS_LINE, deployment, run
+
+    report = run(deployment(["--model", DERIVED, "--tensor-parallel-size", "4", "--max-model-len", "32768"],
+                            label="NVIDIA-H100-80GB-HBM3", gpus=4, shm="2Gi"))
+    found = [f for f in report.findings if f.rule == "model-inferred"]
     assert len(found) == 1 and found[0].severity == "info" and "derived" in found[0].message
-    assert found[0].line == 11
+    assert found[0].line == ARGS_LINE  # at the --model flag
 
 
 def test_models_text_marks_derived_entries(run_cli):
