@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.check:
         OUT.write_text("# Available-KV error band: written by `python benchmarks/error_band.py` from the\n"
                        "# leave-one-group-out cross-validated residuals (predicted - logged 'Available KV cache\n"
-                       "# memory') of benchmarks/accuracy.py on ../shared/data/vllm-startup-logs dev + dev2,\n"
+                       "# memory') of benchmarks/accuracy.py on data/logs/vllm-startup-logs dev + dev2,\n"
                        "# every record it runs that logs its available KV. below_gib: how far vLLM's figure\n"
                        "# may fall below the prediction; above_gib: how far above. Both are the\n"
                        f"# {QUANTILE:.0%} quantile of the absolute residuals; one 'all' row: too few records\n"

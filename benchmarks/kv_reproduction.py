@@ -25,9 +25,9 @@ from configurator.model.hf_config import read_model_spec
 from configurator.model.resolve import resolve_model
 from configurator.units import GiB
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-DEFAULT_LOGS = SHARED_DATA / "vllm-startup-logs.dev.jsonl"
-ALL_LOGS = (DEFAULT_LOGS, SHARED_DATA / "vllm-startup-logs.dev2.jsonl")
+LOG_DATA = Path(__file__).resolve().parents[1] / "data" / "logs"  # the repository's own copy (data/README.md)
+DEFAULT_LOGS = LOG_DATA / "vllm-startup-logs.dev.jsonl"
+ALL_LOGS = (DEFAULT_LOGS, LOG_DATA / "vllm-startup-logs.dev2.jsonl")
 # how a quantized release is usually named after its base model; the base's geometry is the same
 QUANT_SUFFIX = re.compile(r"[-_.](AWQ(-4bit)?|GPTQ(-Int[48])?|FP8(-dynamic)?|NVFP4|MXFP4|W4A16|W8A8|INT4|"
                           r"quantized\.w8a8|qat-w4a16-ct|AutoRound)$", re.I)

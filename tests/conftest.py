@@ -1,4 +1,4 @@
-"""Shared test helpers: run the CLI in-process, locate the shared data beside the checkout."""
+"""Shared test helpers: run the CLI in-process, locate the repository's own data (data/)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from configurator.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+DATA = ROOT / "data"
 
 
 @pytest.fixture
@@ -30,23 +30,18 @@ def estimate_json(run_cli):
     return _est
 
 
-def require_shared(*parts: str) -> Path:
-    """A path inside the project's shared data folder (``../shared`` beside the checkout).
+def repo_data(*parts: str) -> Path:
+    """A path inside the repository's data folder (``data/``: start-up logs, model configs, notes).
 
-    A test that needs it FAILS when it is missing, never skips: a green run always includes the
-    dev-log and model-config tests. CI clones main with a read-only shared/ beside it; locally the
-    worktrees have ``../shared`` as a link to the team's copy.
+    The data lives in the repository (data/README.md gives each file's public source), so a fresh
+    clone runs every test. A missing file FAILS the test, never skips it: a green run always includes
+    the dev-log and model-config tests.
     """
-    p = SHARED.joinpath(*parts)
+    p = DATA.joinpath(*parts)
     if not p.exists():
-        pytest.fail(f"{p} is missing: these tests need the project's shared/ data folder beside the checkout "
-                    f"(expected at {SHARED}; CI places a read-only copy there). Restore it; the test is not "
-                    "skipped so that a green run always includes it.", pytrace=False)
+        pytest.fail(f"{p} is missing: it is part of the repository's data folder ({DATA}); restore it from git. "
+                    "The test is not skipped so that a green run always includes it.", pytrace=False)
     return p
-
-
-# the older name, still imported by test modules: it fails too (it no longer skips)
-shared_or_skip = require_shared
 
 
 def load_benchmark(name: str):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from configurator.units import GiB
-from tests.conftest import ROOT, load_benchmark, shared_or_skip
+from tests.conftest import ROOT, load_benchmark, repo_data
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def mod():
 
 @pytest.fixture(scope="module")
 def acc(mod):
-    shared_or_skip("data", "vllm-startup-logs.dev2.jsonl")
+    repo_data("logs", "vllm-startup-logs.dev2.jsonl")
     ev = mod.evaluate()
     return mod, ev, mod.summary(ev)
 

@@ -1,6 +1,6 @@
 """vLLM's `vllm serve` options per release (profiles/vllm-args) and parse_args read as vLLM reads them.
 
-The expected values were checked by hand against each release's source under /work/vllm-src
+The expected values were checked by hand against each release's source in its wheel (pip download vllm==X --no-deps)
 (engine/arg_utils.py, config/*.py, entrypoints/openai/cli_args.py).
 """
 

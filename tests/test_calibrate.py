@@ -5,7 +5,7 @@ import json
 import pytest
 
 from configurator.units import GiB
-from tests.conftest import shared_or_skip
+from tests.conftest import repo_data
 
 
 def _log_from_record(r: dict, args: dict | None = None) -> str:
@@ -33,7 +33,7 @@ def _qwen3_14b_log(tmp_path):
 def _calibratable() -> list:
     """Dev records chosen by what they hold, not by id: a printed release, a start, the logged weights and KV
     memory, a catalog GPU and a model the tool resolves offline (benchmarks/accuracy.py reads them)."""
-    shared_or_skip("data", "vllm-startup-logs.dev.jsonl")
+    repo_data("logs", "vllm-startup-logs.dev.jsonl")
     from tests.conftest import load_benchmark
 
     cases, _ = load_benchmark("accuracy").cases()

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, shared_or_skip
+from tests.conftest import ROOT, repo_data
 
 
 def _bench():
@@ -17,7 +17,7 @@ def _bench():
 
 @pytest.fixture(scope="module")
 def reproduced():
-    shared_or_skip("data", "vllm-startup-logs.dev2.jsonl")
+    repo_data("logs", "vllm-startup-logs.dev2.jsonl")
     return _bench().run()
 
 

@@ -12,11 +12,11 @@ import re
 
 from configurator.hardware.catalog import find_gpu
 from configurator.vllm.versions import behaviour
-from tests.conftest import load_benchmark, shared_or_skip
+from tests.conftest import load_benchmark, repo_data
 
 
 def test_accuracy_uses_the_release_default_utilization_when_the_log_prints_none(tmp_path):  # item 24
-    logs = shared_or_skip("data", "vllm-startup-logs.dev.jsonl")
+    logs = repo_data("logs", "vllm-startup-logs.dev.jsonl")
     acc = load_benchmark("accuracy")
     records = {json.loads(line)["id"]: json.loads(line) for line in logs.read_text().splitlines()}
     ev = acc.evaluate([logs], "0.19.0")

@@ -7,7 +7,7 @@ vllm/entrypoints/openai/api_server.py `logger.info("args: %s", args)`, vllm/work
 determine_num_available_blocks, vllm/executor/gpu_executor.py "# GPU blocks: %d, # CPU blocks: %d",
 vllm/worker/model_runner.py "Loading model weights took %.4f GB" / "Graph capturing finished in %.0f secs,
 took %.2f GiB", vllm/v1/core/kv_cache_utils.py "# GPU blocks: %d") filled with the figures of real
-records in shared/data (vllm-log-036, vllm-log-051, vllm-log-d2-016).
+records in data/logs (vllm-log-036, vllm-log-051, vllm-log-d2-016).
 """
 
 import json
@@ -19,7 +19,7 @@ from configurator.calibration import GPU_TOTAL_TOLERANCE_BYTES
 from configurator.hardware.catalog import match_cuda_total
 from configurator.units import GiB
 from configurator.vllm.logparse import parse_log
-from tests.conftest import shared_or_skip
+from tests.conftest import repo_data
 
 # vllm-log-036 (Llama-3.1-8B-Instruct on an RTX 3090, utilization 0.90, max_model_len 20000), written as
 # vLLM 0.6.6 prints it: the Namespace line, the three-line "Memory profiling takes" message (activation
@@ -45,7 +45,7 @@ INFO 01-10 10:00:35 model_runner.py:1535] Graph capturing finished in 24 secs, t
 
 
 def _record(record_id: str, name: str = "vllm-startup-logs.dev.jsonl") -> dict:
-    path = shared_or_skip("data", name)
+    path = repo_data("logs", name)
     return next(json.loads(line) for line in path.read_text().splitlines() if f'"{record_id}"' in line)
 
 

@@ -1,6 +1,6 @@
 """parse_log: vLLM start-up logs (V0 and V1, releases 0.6 to 0.33) -> StartupLog; bad logs -> LogError.
 
-Line texts are vLLM's own: the dev-set lines of shared/data/vllm-startup-logs.dev.jsonl (copied here
+Line texts are vLLM's own: the dev-set lines of data/logs/vllm-startup-logs.dev.jsonl (copied here
 verbatim), and the format strings of vllm/v1/worker/gpu_worker.py, vllm/v1/core/kv_cache_utils.py,
 vllm/v1/worker/gpu_model_runner.py and vllm/worker/worker.py for the synthetic 0.11 and 0.33 logs.
 """

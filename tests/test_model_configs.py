@@ -1,4 +1,4 @@
-"""Every real config.json in shared/model-configs and every built-in profile loads and is costed."""
+"""Every real config.json in data/model-configs and every built-in profile loads and is costed."""
 
 import json
 
@@ -8,11 +8,11 @@ from configurator.estimate import EstimateRequest, estimate
 from configurator.model.catalog import profile_files
 from configurator.model.hf_config import read_model_spec
 from configurator.model.resolve import load_profile
-from tests.conftest import shared_or_skip
+from tests.conftest import repo_data
 
 
 def _configs():
-    folder = shared_or_skip("model-configs")
+    folder = repo_data("model-configs")
     return sorted(p for p in folder.glob("*.json") if not p.name.endswith("hf_quant_config.json"))
 
 

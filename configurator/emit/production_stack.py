@@ -1,7 +1,7 @@
 """PlanResult -> a values file for vllm-project/production-stack's Helm chart (one
 servingEngineSpec.modelSpec[] entry), from the same chart_values() as charts/vllm.
 
-Facts about that chart (../shared/data/kubernetes-facts.md, section 1.1) that shape the output:
+Facts about that chart (data/notes/kubernetes-facts.md, section 1.1) that shape the output:
 - a flag goes into `vllmConfig.<key>` when the chart has a key for it (the flag table's `helm` column),
   else into `vllmConfig.extraArgs`, which the chart appends after its own flags: a flag in both would
   be passed twice, so each planned flag is written in exactly one of the two places;

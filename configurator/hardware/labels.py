@@ -1,6 +1,6 @@
 """Which GPU a pod lands on, from the node labels it selects (nodeSelector / required affinity).
 
-Sources of the label keys and values: ../shared/data/kubernetes-facts.md section 4 (GPU feature
+Sources of the label keys and values: data/notes/kubernetes-facts.md section 4 (GPU feature
 discovery, GKE, EKS / Karpenter / EKS Auto Mode, AKS, AMD's node labeller). Instance types are
 mapped from the providers' published instance tables. With several values (`In [a, b]`) the
 smallest GPU is taken: the pod may land on any of them.

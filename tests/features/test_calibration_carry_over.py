@@ -1,6 +1,6 @@
 """A calibration carries over to other flags (issue 16, item 4).
 
-From the dev logs (../shared/data/vllm-startup-logs.dev.jsonl and dev2.jsonl), records of the same model,
+From the dev logs (data/logs/vllm-startup-logs.dev.jsonl and dev2.jsonl), records of the same model,
 GPU and printed vLLM release whose flags differ are grouped by their fields (never by a model name or a
 record id): `calibrate` reads a start-up log made of one record's lines, and `estimate --calibration`
 predicts each other record of its group with that record's flags. The predicted "Available KV cache
@@ -31,7 +31,7 @@ from configurator.errors import ConfiguratorError
 from configurator.hardware.catalog import find_gpu
 from configurator.model.resolve import resolve_model
 from configurator.units import GiB
-from tests.conftest import require_shared
+from tests.conftest import repo_data
 
 SAME_LAYOUT_GIB = 0.02
 
@@ -63,7 +63,7 @@ def _gpu(record: dict) -> str | None:
 def _groups() -> list[list[dict]]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for name in ("vllm-startup-logs.dev.jsonl", "vllm-startup-logs.dev2.jsonl"):
-        for line in require_shared("data", name).read_text().splitlines():
+        for line in repo_data("logs", name).read_text().splitlines():
             r = json.loads(line)
             if (r.get("engine") != "V1" or r.get("status") != "ok" or r.get("available_kv_cache_gib") is None
                     or r.get("model_loading_gib") is None or r.get("quantization") or r.get("pipeline_parallel_size")

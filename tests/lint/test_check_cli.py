@@ -6,7 +6,7 @@ from importlib import resources
 import jsonschema
 import pytest
 
-from tests.conftest import ROOT, shared_or_skip
+from tests.conftest import ROOT, repo_data
 
 CORPUS = ROOT / "tests" / "manifests"
 
@@ -101,7 +101,7 @@ def test_config_file_sets_severities_and_gpu(run_cli, tmp_path):
 def test_dev_log_refusals_are_errors_and_their_neighbours_pass(run_cli, tmp_path):
     """Real refusals from the dev log set, as manifests: vLLM's refusals are errors (or, where the refusal lies
     inside the prediction's error band, a `memory-at-risk` warning, never a pass), its starts are not errors."""
-    logs = shared_or_skip("data", "vllm-startup-logs.dev.jsonl")
+    logs = repo_data("logs", "vllm-startup-logs.dev.jsonl")
     records = {json.loads(line)["id"]: json.loads(line) for line in logs.read_text().splitlines()}
     cases = {  # record -> (model, extra args, GPU label, GPUs); the record supplies util and length
         "vllm-log-014": ("Qwen/Qwen2.5-7B-Instruct-AWQ", ["--quantization", "awq"], "NVIDIA-L4", 1),

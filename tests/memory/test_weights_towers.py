@@ -19,7 +19,7 @@ from configurator.memory.weights import (
 )
 from configurator.model.hf_config import read_model_spec
 from configurator.units import GiB
-from tests.conftest import load_benchmark, require_shared
+from tests.conftest import load_benchmark, repo_data
 
 PART_E = Path(__file__).resolve().parents[2] / "profiles" / "models" / "catalog" / "families-e.json"
 
@@ -175,7 +175,7 @@ def test_the_per_layer_embedding_buffer_grows_with_the_batch_budget():
 def test_every_dev_record_that_logs_model_loading_is_within_3_percent():
     """The prediction the tool makes for each record the accuracy harness runs (its own flags, release, GPU)
     against vLLM's 'Model loading took', quantized checkpoints included."""
-    require_shared("data", "vllm-startup-logs.dev.jsonl")
+    repo_data("logs", "vllm-startup-logs.dev.jsonl")
     acc = load_benchmark("accuracy")
     cases, _ = acc.cases()
     checked = []

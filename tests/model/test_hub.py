@@ -1,7 +1,7 @@
 """The Hub path, against a local HTTP server that answers as the Hub does (HF_ENDPOINT points at it): no network.
 
 The server serves a real config.json (tests/model/data/qwen3-0.6b.config.json, a copy of
-shared/model-configs/Qwen__Qwen3-0.6B.json), safetensors headers built per the safetensors format
+data/model-configs/Qwen__Qwen3-0.6B.json), safetensors headers built per the safetensors format
 (8-byte little-endian header length, then the JSON header: dtype, shape, data_offsets of each tensor) for a
 single-file and a sharded repository, and the Hub's gated answer (401 with `X-Error-Code: GatedRepo`, the
 header huggingface_hub's hf_raise_for_status turns into GatedRepoError).

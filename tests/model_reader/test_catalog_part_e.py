@@ -20,7 +20,7 @@ import pytest
 
 from configurator.memory.weights import count_params, per_layer_input_params, weight_bytes
 from configurator.model.hf_config import read_model_spec, text_config_of
-from tests.conftest import load_benchmark, require_shared
+from tests.conftest import load_benchmark, repo_data
 from tests.model_reader._fixtures import kinds, kv_bytes_per_token
 
 PART = Path(__file__).resolve().parents[2] / "profiles" / "models" / "catalog" / "families-e.json"
@@ -155,8 +155,8 @@ def test_qwen38_is_a_gdn_hybrid_with_16_full_layers():
 def test_records_of_part_e_models_reproduce_their_logged_tokens():
     """Every dev / dev2 record that kv_reproduction can run on a part-E model lands within 1% (records are
     chosen by the model they resolve to, not by id)."""
-    require_shared("data", "vllm-startup-logs.dev.jsonl")
-    require_shared("data", "vllm-startup-logs.dev2.jsonl")
+    repo_data("logs", "vllm-startup-logs.dev.jsonl")
+    repo_data("logs", "vllm-startup-logs.dev2.jsonl")
     kv_reproduction = load_benchmark("kv_reproduction")
 
     ids = {e["hf_id"] for e in ENTRIES} | {a for e in ENTRIES for a in e["aliases"]}

@@ -9,7 +9,7 @@ layers 'deepseek_sparse_attention' in layer_types (transformers' legacy name for
 import json
 
 from configurator.model.hf_config import read_model_spec
-from tests.conftest import shared_or_skip
+from tests.conftest import repo_data
 from tests.model_reader._fixtures import kinds, kv_bytes_per_token, spec
 
 LATENT = 78 * (512 + 64) * 2  # 89,856 B
@@ -33,7 +33,7 @@ def test_glm52_deepseek_sparse_attention_layer_types_read_as_mla():
 
 
 def test_glm5_without_topk_freq_keeps_an_indexer_on_every_layer():
-    path = shared_or_skip("model-configs") / "zai-org__GLM-5.json"
+    path = repo_data("model-configs") / "zai-org__GLM-5.json"
     m = read_model_spec(json.loads(path.read_text()), name="zai-org/GLM-5")
     assert len(_indexers(m)) == 78
     assert kv_bytes_per_token(m) == LATENT + 78 * 132  # 100,152 B
