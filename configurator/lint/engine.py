@@ -63,6 +63,9 @@ class Finding(BaseModel):
     object: ObjectRef | None = None
     container: str | None = None
     suppression: Suppression | None = None
+    basis: dict[str, str] = Field(default_factory=dict, description="what the server's finding rests on: `release` "
+                                  "(image tag / controller default / assumed newest) and, per flag, where its value "
+                                  "came from (literal / env var X in the file / default of ${X:-d} / unresolved)")
 
 
 class CatalogReport(BaseModel):
@@ -93,6 +96,8 @@ class ServerReport(BaseModel):
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
     catalog: CatalogReport | None = None
+    basis: dict[str, str] = Field(default_factory=dict,
+                                  description="what the server's reading rests on (Finding.basis)")
 
 
 class Summary(BaseModel):
@@ -362,7 +367,7 @@ class _Collector:
         return self.severities.get(rule, REGISTRY[rule].severity)
 
     def add(self, rule: str, message: str, loc: Any, obj: ObjectRef | None = None, container: str | None = None,
-            annotations: dict[str, str] | None = None) -> None:
+            annotations: dict[str, str] | None = None, basis: dict[str, str] | None = None) -> None:
         sev = self.severity(rule)
         if sev == "off":
             return
@@ -372,7 +377,7 @@ class _Collector:
             if why is not None:
                 sup = Suppression(kind="external", justification=why, source=self.settings.source or "config")
         f = Finding(rule=rule, severity=sev, message=message, file=loc.file, line=loc.line, column=loc.column,
-                    object=obj, container=container, suppression=sup)
+                    object=obj, container=container, suppression=sup, basis=basis or {})
         (self.suppressed if sup is not None else self.findings).append(f)
 
 
@@ -516,7 +521,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
             obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
             for r in enabled:
                 for hit in r.check(ctx):
-                    out.add(r.id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations)
+                    out.add(r.id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations, s.basis)
             verdict = "not-checked" if result is None else verdict_of(result)
             servers.append(ServerReport(
                 file=s.file, line=s.loc.line, object=obj, container=s.container, model=str(name) if name else None,
@@ -530,7 +535,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                 max_concurrency=result.kv_cache.max_concurrency if result is not None else None,
                 catalog=CatalogReport(needs_bytes_per_gpu=catalog.needs_bytes, fits=[g.name for g in catalog.fits],
                                       at_risk=[g.name for g in catalog.at_risk],
-                                      refused=[g.name for g in catalog.refused]) if catalog is not None else None))
+                                      refused=[g.name for g in catalog.refused]) if catalog is not None else None,
+                basis=dict(s.basis)))
         except Exception as e:  # last line of defence: one server's failure is a finding, the run goes on
             out.add("not-understood", f"internal error evaluating this server ({type(e).__name__}): not checked",
                     s.loc, ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name), s.container)

@@ -41,7 +41,6 @@ MAX_GPUS = 1 << 16  # per pod: more is a typo
 MAX_SECONDS = (1 << 31) - 1  # probe fields are int32 in Kubernetes
 MAX_SCRIPT_CHARS = 1 << 20  # a `sh -c` script in args may be long; past 1 MiB it is not a real one
 MAX_BAD_FLAGS = 8  # flag values dropped (each a note) before a command is given up
-_VAR = re.compile(r"\$\((\w+)\)|\$\{(\w+)\}|\$(\w+)")
 
 
 _VLLM_IN_TAG = re.compile(r"vllm[-_.]?v?(\d+\.\d+(?:\.\d+){0,2})", re.IGNORECASE)
@@ -112,6 +111,7 @@ def _parse_cached(texts: tuple[str, ...], version: str | None) -> ParsedArgs:
 class Token:
     text: str
     loc: Loc
+    origin: str = "literal"  # where its value came from: literal, env var X in the file, default of ${X:-d}
 
 
 @dataclass
@@ -151,8 +151,15 @@ class Server:
     unmodelled: list[tuple[str, Loc]] = field(default_factory=list)
     # tokens vLLM's parser would reject ("unrecognized arguments"), with their location
     unknown: list[tuple[UnknownArg, Loc]] = field(default_factory=list)
+    # options (or the model) whose value the file does not give ($((A * B)), $VAR not in the env, templating):
+    # (option as written, the value as written, location); the server is checked without them
+    unresolved: list[tuple[str, str, Loc]] = field(default_factory=list)
+    # what some modelled release accepts but the assumed one refuses, where the file names no release
+    # (message, location): a warning, not an error
+    release_dependent: list[tuple[str, Loc]] = field(default_factory=list)
     flags_release: str | None = None  # the release whose argument parser read the command (None: newest)
     sources: list[str] = field(default_factory=list)  # other files it was built from (its runtime, a ConfigMap)
+    basis: dict[str, str] = field(default_factory=dict)
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -280,28 +287,139 @@ def set_flag(server: Server, node: Node, dest: str, loc: Loc | None = None) -> N
     server.flag_locs[dest] = loc or node.loc()
 
 
-def _drop_flag(tokens: list[Token], message: str) -> bool:
-    """Remove the flag a parse error names (and its value), so the rest of the command is still read;
-    False when the message names no flag in the tokens."""
-    m = re.match(r"(?:argument |ambiguous option: )?(-[\w-]+)", message)
+def _drop_flag(tokens: list[Token], message: str) -> list[Token] | None:
+    """Remove the flag a parse error names (and its value), so the rest of the command is still read; the
+    tokens removed, None when the message names no flag in the tokens."""
+    m = re.match(r"(?:argument |ambiguous option: )?(-[\w.-]+)", message)
     if m is None:
-        return False
+        return None
     for i, t in enumerate(tokens):
         if t.text.partition("=")[0] == m.group(1):
             has_value = "=" not in t.text and i + 1 < len(tokens) and not tokens[i + 1].text.startswith("--")
+            removed = tokens[i:i + 2 if has_value else i + 1]
             del tokens[i:i + 2 if has_value else i + 1]
-            return True
-    return False
+            return removed
+    return None
+
+
+# what a release rests on when it is known: the file's image tag or VLLM_VERSION env, or the user's --vllm-version
+# (a controller's default image, or the newest assumed, is not known: the controller's release may be another)
+_KNOWN_RELEASE = ("image tag ", "env VLLM_VERSION", "--vllm-version")
+
+
+def release_basis(image: str | None, env: dict[str, str]) -> str:
+    """What the release that reads a server's command rests on (Server.basis['release'])."""
+    from configurator.vllm.args import releases
+
+    if image and (image_release(image)[0] or image_release(image)[1].startswith("latest")):
+        return f"image tag {image}"  # latest: the newest release, which refuses what the newest modelled one does
+    if env.get("VLLM_VERSION"):
+        return f"env VLLM_VERSION={env['VLLM_VERSION']} in the file"
+    if _ASSUMED_RELEASE.get():
+        return f"--vllm-version {_ASSUMED_RELEASE.get()}"
+    return f"assumed newest {releases()[-1]}"
+
+
+def release_known(server: Server) -> bool:
+    """Whether the file (or the user) says which vLLM release runs the server."""
+    return server.basis.get("release", "").startswith(_KNOWN_RELEASE)
+
+
+def _ranges(found: list[str]) -> str:
+    """Releases as ranges of consecutive modelled ones: '0.8.0-0.10.2, 0.12.0'."""
+    from configurator.vllm.args import releases
+
+    order = releases()
+    runs: list[list[str]] = []
+    for r in sorted(found, key=order.index):
+        if runs and order.index(runs[-1][-1]) + 1 == order.index(r):
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+
+
+def _accepted_by(words: list[str]) -> tuple[list[str], list[str]]:
+    """(releases whose parser reads these option words without complaint, those that refuse them)."""
+    from configurator.vllm.args import _normalise, release_args, releases, resolve, scan
+
+    ok, refused = [], []
+    for r in releases():
+        try:
+            if len(words) == 1 and words[0].startswith("-") and "=" not in words[0]:  # an option it may not have
+                good = resolve(release_args(r), _normalise(words[0]), 0) is not None
+            else:
+                good = not scan(list(words), r, positional=False).leftovers
+        except (InputError, ValueError, OverflowError, RecursionError):
+            good = False
+        (ok if good else refused).append(r)
+    return ok, refused
+
+
+def _release_dependent(server: Server, words: list[str], why: str, loc: Loc) -> bool:
+    """Where the file names no release: a refusal that some modelled release does not make is a warning naming
+    the releases that refuse it (Server.release_dependent); False when every release refuses it (an error)."""
+    if release_known(server) or not words:
+        return False
+    from configurator.vllm.args import releases
+
+    ok, refused = _accepted_by(words)
+    if not ok or not refused:
+        return False
+    server.release_dependent.append((
+        f"{' '.join(words)}: {why} in vLLM {server.flags_release or releases()[-1]} "
+        f"({server.basis.get('release')}); "
+        f"releases {_ranges(refused)} refuse it, {_ranges(ok)} accept it, and the file does not say which runs",
+        loc))
+    return True
+
+
+def _without_unresolved(server: Server, tokens: list[Token], version: str | None) -> list[Token]:
+    """The tokens less every value the file does not give (Server.unresolved): an option with such a value is
+    left out with it, never split into flags or read as a number; the server is checked with what is known."""
+    if not any(unresolved(t.text) for t in tokens):
+        return tokens
+    from configurator.vllm.args import _normalise, release_args, resolve
+
+    rel = release_args(version)
+    out: list[Token] = []
+    for t in tokens:
+        if not unresolved(t.text):
+            out.append(t)
+            continue
+        if t.text.startswith("-"):
+            name, _, value = t.text.partition("=")
+            server.unresolved.append((name, value or t.text, t.loc))
+            continue
+        prev = out[-1] if out else None
+        if prev is not None and prev.text.startswith("-") and "=" not in prev.text and not unresolved(prev.text):
+            try:
+                found = resolve(rel, _normalise(prev.text), 0)
+            except InputError:
+                found = None
+            if found is None or found[0].nargs != 0:
+                if found is not None:
+                    out.pop()
+                server.unresolved.append((prev.text, t.text, t.loc))
+                continue
+        server.unresolved.append(("", t.text, t.loc))
+    for name, value, _ in server.unresolved:
+        server.basis[(name.lstrip("-").replace("-", "_") or "argument")] = f"unresolved ({value[:80]})"
+    return out
 
 
 def apply_tokens(server: Server, tokens: list[Token]) -> None:
     """Parse a vLLM command line into the server's flags (last wins), noting repeats, unmodelled
     options and tokens vLLM would reject; a bad value is a note. The command is read by the argument
     parser of the server's own release (its image tag), not the newest: an option added later is
-    "unrecognized" there, as vLLM itself would say."""
-    tokens = list(tokens)
+    "unrecognized" there, as vLLM itself would say. Where the file names no release, what some modelled
+    release accepts is a warning naming the releases that refuse it (Server.release_dependent), not an error.
+    A value the file does not give (an unset $VAR, $(( )), templating) is left out (Server.unresolved), and each
+    flag's basis (Server.basis) says where its value came from."""
     version = flag_table_release(server.image, server.env)
     server.flags_release = version
+    server.basis.setdefault("release", release_basis(server.image, server.env))
+    tokens = _without_unresolved(server, list(tokens), version)
     for i, t in enumerate(tokens):  # not a memory flag, but it may name the model a container path holds
         opt, eq, val = t.text.partition("=")
         if opt in ("--served-model-name", "--served_model_name"):
@@ -314,14 +432,27 @@ def apply_tokens(server: Server, tokens: list[Token]) -> None:
         try:
             parsed = _parse_cached(tuple(t.text for t in tokens), version)
             break
-        except (InputError, ValueError, OverflowError) as e:
-            server.notes.append(str(e))
-            if not _drop_flag(tokens, str(e)):
+        except (InputError, ValueError, OverflowError, RecursionError) as e:
+            message = str(e) if not isinstance(e, RecursionError) else "a value nested too deeply to read"
+            removed = _drop_flag(tokens, message)
+            if removed is None:
+                server.notes.append(message)
                 return
+            if not _release_dependent(server, [t.text for t in removed], f"\"{message}\"", removed[0].loc):
+                server.notes.append(message)
     else:
         return
     server.unmodelled += [(o.dest, tokens[o.index].loc) for o in parsed.unmodelled]
-    server.unknown += [(u, tokens[u.index].loc) for u in parsed.unknown]
+    for u in parsed.unknown:
+        loc = tokens[u.index].loc
+        if u.wrapper and u.token.startswith("--") and not u.suggestion:
+            # neither vLLM's nor the wrapper's as listed here (flags.WRAPPERS); a wrapper release after the list
+            # may have it, and nothing here says which wrapper release runs
+            server.release_dependent.append((
+                f"{u.token}: an option of neither vLLM {version or 'the newest'} nor {u.wrapper} as read here; a "
+                f"{u.wrapper} release may add it, else its parser exits (\"unrecognized arguments\")", loc))
+        elif not _release_dependent(server, [u.token], "\"unrecognized arguments\"", loc):
+            server.unknown.append((u, loc))
     for o in parsed.occurrences:
         dest, value, loc = o.dest, o.value, tokens[o.index].loc
         flag = BY_DEST.get(dest)
@@ -334,18 +465,144 @@ def apply_tokens(server: Server, tokens: list[Token]) -> None:
             server.repeated[dest].append(loc)
         server.flags[dest] = value
         server.flag_locs[dest] = loc
+        origins = [t.origin for t in tokens[o.index:max(o.end, o.index + 1)] if t.origin != "literal"]
+        server.basis[dest] = ", ".join(dict.fromkeys(origins)) or "literal"
+    for i, t in enumerate(tokens):  # a default taken (${VAR:-d}) by any option, modelled or not, is said
+        if "default of $" in t.origin:
+            option = t.text if t.text.startswith("--") else tokens[i - 1].text if i else "argument"
+            key = option.partition("=")[0].lstrip("-").replace("-", "_")
+            server.basis.setdefault(key, t.origin)
+            server.flag_locs.setdefault(key, t.loc)
 
 
 # -- a container's command line -------------------------------------------------------------------
 
-def _expand(text: str, env: dict[str, str]) -> str:
+# Kubernetes' own expansion of command / args (`$(VAR)` from the container's env, `$$` an escaped `$`),
+# done before any shell sees the text (k8s.io/kubernetes third_party/forked/golang/expansion/expand.go)
+_K8S_VAR = re.compile(r"\$\$|\$\((\w+)\)")
+# what a shell would expand: ${VAR}, ${VAR:-default} (and -, =, :=, +, :+), $VAR
+_SH_PARAM = re.compile(r"\$\{(\w+)(?:(:?[-=+?])([^}]*))?\}|\$([A-Za-z_]\w*)")
+_SH_ARITH = re.compile(r"^\$\(\((.*)\)\)$", re.S)
+# a word that still holds an expansion nothing in the file gives a value (a command substitution, a variable the
+# env does not set, arithmetic over one) or leftover templating ({{ .Values.x }}, ${{ }}, <% %>)
+_UNRESOLVED = re.compile(r"\$[({A-Za-z_0-9@*#?!-]|`|\{\{.*?\}\}|\{%.*?%\}|<%.*?%>", re.S)
+MAX_ARITH_CHARS = 200
+
+
+def unresolved(text: str) -> bool:
+    """Whether a word (after expansion) still holds a shell expansion or templating with no value in the file."""
+    return ("$" in text or "{" in text or "`" in text or "<%" in text) and _UNRESOLVED.search(text) is not None
+
+
+def _expand(text: str, env: dict[str, str], origins: list[str] | None = None) -> str:
+    """Kubernetes' `$(VAR)` expansion of a command / args item with the container's env (an unset VAR stays
+    as written, as Kubernetes leaves it); `$$` is a literal `$`."""
     if "$" not in text:
         return text
 
     def sub(m: re.Match) -> str:
-        name = m.group(1) or m.group(2) or m.group(3)
-        return env.get(name, m.group(0))
-    return _VAR.sub(sub, text)
+        if m.group(0) == "$$":
+            return "$"
+        name = m.group(1)
+        if name in env:
+            if origins is not None:
+                origins.append(f"env var {name} in the file")
+            return env[name]
+        return m.group(0)
+    return _K8S_VAR.sub(sub, text)
+
+
+def _arith(expr: str) -> int | None:
+    """A shell `$(( ))` whose operands are all numbers (after expansion), evaluated as the shell does
+    (integers; / truncates); None for anything else."""
+    import ast
+
+    if len(expr) > MAX_ARITH_CHARS or not re.fullmatch(r"[\d\s+\-*/%()]*", expr):
+        return None
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+    def ev(n: ast.AST) -> int:
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub | ast.UAdd):
+            v = ev(n.operand)
+            return -v if isinstance(n.op, ast.USub) else v
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            if abs(a) > 1 << 62 or abs(b) > 1 << 62:
+                raise ValueError
+            if isinstance(n.op, ast.Add):
+                return a + b
+            if isinstance(n.op, ast.Sub):
+                return a - b
+            if isinstance(n.op, ast.Mult):
+                return a * b
+            if isinstance(n.op, ast.Div | ast.FloorDiv | ast.Mod) and b != 0:
+                q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+                return q if not isinstance(n.op, ast.Mod) else a - q * b
+        raise ValueError
+    try:
+        return ev(tree)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _expand_shell(text: str, env: dict[str, str], origins: list[str], labels: dict[str, str] | None = None) -> str:
+    """A shell's parameter expansion of one piece of a word, with the variables the file gives (the container's
+    env, assignments earlier in the script); `${VAR:-default}` takes its default where VAR has no value here
+    (said in `origins`); an expansion with no value stays as written (unresolved)."""
+    if "$" not in text:
+        return text
+
+    def label(name: str) -> str:
+        return (labels or {}).get(name) or f"env var {name} in the file"
+
+    def sub(m: re.Match) -> str:
+        name = m.group(1) or m.group(4)
+        op, word = m.group(2), m.group(3) or ""
+        value = env.get(name)
+        if op is None:
+            if value is None:
+                return m.group(0)
+            origins.append(label(name))
+            return value
+        is_set = value is not None and (value != "" or ":" not in op)
+        if op.endswith("+"):
+            return word if is_set else ""
+        if is_set:
+            origins.append(label(name))
+            return value or ""
+        if op.endswith("?"):
+            return m.group(0)
+        origins.append(f"default of ${{{name}{op}{word}}} ({name} is not set in the file)")
+        return word
+    arith = _SH_ARITH.match(text)
+    if arith is None:
+        return _SH_PARAM.sub(sub, text)
+    # $(( )): bare names are variables too; one the file does not set leaves it unresolved (never 0, as an
+    # unset variable would be in the shell: LWS_GROUP_SIZE is set at run time, not in the file)
+    found: list[str] = []
+    inner = _SH_PARAM.sub(sub, arith.group(1))
+    missing = False
+
+    def name_value(m: re.Match) -> str:
+        nonlocal missing
+        if m.group(0) in env:
+            found.append(label(m.group(0)))
+            return env[m.group(0)]
+        missing = True
+        return m.group(0)
+    numeric = re.sub(r"[A-Za-z_]\w*", name_value, inner)
+    value = None if missing else _arith(numeric)
+    if value is None:
+        return "$((" + inner + "))"
+    origins += found
+    return str(value)
 
 
 def argv_items(c: Node, key: str) -> list[tuple[Node, str]]:
@@ -372,6 +629,8 @@ _NOT_SERVER_WORDS = ("router", "operator", "controller", "webhook", "exporter", 
 VLLM_MODULE_PREFIX = "vllm.entrypoints"
 _SERVER_SCRIPTS = ("vllm/entrypoints/openai/api_server.py", "vllm/entrypoints/api_server.py")
 _SHELLS = ("sh", "bash", "zsh", "dash", "ash")
+# shell options that take a value before -c (bash -o pipefail -c, bash -O extglob -c, bash --rcfile f -c)
+_SHELL_VALUE_OPTIONS = ("-o", "+o", "-O", "+O", "--rcfile", "--init-file")
 
 
 def image_names_vllm(image: str) -> bool:
@@ -381,6 +640,36 @@ def image_names_vllm(image: str) -> bool:
     (ghcr.io/vllm-project/...) does not make a server image."""
     repo = image.rsplit("/", 1)[-1].split("@", 1)[0].split(":", 1)[0].lower()
     return "vllm" in repo and not any(w in repo for w in _NOT_SERVER_WORDS)  # "configurator": this tool
+
+
+def shell_script_at(words: list[str]) -> int | None:
+    """Where the script of a `sh -c SCRIPT` command line is: the shell (any path, behind `tini --`, `dumb-init`,
+    `exec`, `env A=1`), its options (-l, -e, -x, -o pipefail, --login, ...) and `-c` or an option cluster holding c
+    (-lc, -ec, -xc, -euxc); None when the words are not a shell given a script."""
+    from configurator.vllm.flags import skip_prefix
+
+    i = skip_prefix(words)
+    if i >= len(words) or words[i].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    i += 1
+    seen_c = False
+    while i < len(words):
+        w = words[i]
+        if w in _SHELL_VALUE_OPTIONS:
+            i += 2
+            continue
+        if w == "--":
+            i += 1
+            break
+        if w.startswith("--"):  # --login, --norc, --noprofile, --posix
+            i += 1
+            continue
+        if len(w) > 1 and w[0] in "-+" and w[1:].isalpha():
+            seen_c = seen_c or "c" in w[1:]
+            i += 1
+            continue
+        break
+    return i if seen_c and i < len(words) else None
 
 
 def argv_words(argv: list[str]) -> list[str]:
@@ -395,10 +684,16 @@ def argv_words(argv: list[str]) -> list[str]:
     return out
 
 
+# modules run with `python -m` that start a vLLM server: vLLM's own, and wrappers that take vLLM's engine options
+# (configurator.vllm.flags.WRAPPERS: Dynamo's dynamo.vllm, KServe's Hugging Face server)
+_WRAPPER_MODULES = ("dynamo.vllm", "huggingfaceserver", "huggingface_server")
+
+
 def argv_runs_vllm(argv: list[str]) -> bool:
     """Whether a command line starts a vLLM server: `vllm serve` (the `vllm` program, any path, then
-    `serve`), `python -m vllm.entrypoints...`, or python running vLLM's api_server.py; anywhere in it, so
-    behind `exec`, `uv run`, `env X=1` or in a `sh -c` script. A program that only mentions vLLM
+    `serve`), `python -m vllm.entrypoints...` (or a known wrapper: `python -m dynamo.vllm`, KServe's
+    `huggingfaceserver` unless told another backend), or python running vLLM's api_server.py; anywhere in it,
+    so behind `exec`, `uv run`, `env X=1` or in a `sh -c` script. A program that only mentions vLLM
     (`vllm-configurator webhook`, `curl http://vllm:8000`, `--backend vllm`) does not."""
     words = argv_words(argv)
     for i, w in enumerate(words):
@@ -409,6 +704,13 @@ def argv_runs_vllm(argv: list[str]) -> bool:
             return True
         if w.startswith("-m" + VLLM_MODULE_PREFIX) or w.endswith(_SERVER_SCRIPTS):
             return True
+        module = nxt if w == "-m" else w[2:] if w.startswith("-m") else ""
+        if module in _WRAPPER_MODULES:
+            if not module.startswith("huggingface"):
+                return True
+            rest = " ".join(words[i + 2:]).lower()
+            if "--disable_vllm" not in rest and not re.search(r"--backend[= ](?!vllm|auto)", rest):
+                return True
     return False
 
 
@@ -418,17 +720,18 @@ def is_vllm(c: Node, argv: list[tuple[Node, str]]) -> bool:
     its `command` does not replace, or replaces with a launcher script the check cannot see into
     (`/start.sh`, `bash run.sh`: the image's own server is assumed). A `command` that runs another program
     (this tool, `sleep`, `curl`, a `sh -c` script without vLLM) is not a vLLM server, whatever the image."""
-    texts = [t for _, t in argv]
+    env = container_env(c)
+    texts = [_expand(t, env) for _, t in argv]
     if argv_runs_vllm(texts):
         return True
     if not image_names_vllm(c.str("image") or ""):
         return False
-    command = [t for _, t in argv_items(c, "command")]
+    command = [_expand(t, env) for _, t in argv_items(c, "command")]
     if not command:
         return True  # the image's entrypoint runs the server with these args
     words = argv_words(command)
     prog = words[0].rsplit("/", 1)[-1] if words else ""
-    if prog in _SHELLS and len(command) > 1 and command[1] == "-c":
+    if prog in _SHELLS and shell_script_at(command) is not None:
         return False  # a script we can read, and it starts no vLLM server
     runner = prog in _SHELLS or prog.startswith("python")
     script = words[1] if runner and len(words) > 1 else words[0] if words else ""
@@ -436,45 +739,56 @@ def is_vllm(c: Node, argv: list[tuple[Node, str]]) -> bool:
 
 
 def container_env(c: Node) -> dict[str, str]:
-    """The container's literal env (name -> value); valueFrom entries are not known here."""
-    out = {}
+    """The container's literal env (name -> value), each `$(VAR)` in a value expanded from the entries before
+    it, as Kubernetes does; valueFrom entries are not known here."""
+    out: dict[str, str] = {}
     for e in c.mappings("env"):
         name = e.str("name", max_chars=253)
         if name is not None and e.has("value"):
             value = e.text("value")
             if value is not None:
-                out[name] = value
+                out[name] = _expand(value, out) if "$(" in value else value
     return out
 
 
 def container_tokens(argv: list[tuple[Node, str]], env: dict[str, str]) -> list[Token] | None:
     """The container's command + args as tokens, each with where it came from; None when a shell
-    script in it runs no vLLM server (an LWS worker joining Ray, say)."""
+    script in it runs no vLLM server (an LWS worker joining Ray, say). `$(VAR)` is expanded from the env
+    first, as Kubernetes does (so `sh -c "$(CMD)"` runs the CMD of the env); a shell script's own expansions
+    (`$VAR`, `${VAR:-default}`, `$(( ))`) are made with what the file gives, and each token says where its
+    value came from (Token.origin)."""
     items: list[tuple[Token, str]] = []
     for node, text in argv:
         style = node.doc.style(node.path)
         if style == "|":
             style += str(node.doc.indent(node.path))
-        items.append((Token(_expand(text, env), node.loc()), style))
-    if len(items) >= 3 and items[0][0].text.rsplit("/", 1)[-1] in _SHELLS and items[1][0].text == "-c":
-        tokens = shell_tokens(items[2][0].text, items[2][0].loc, items[2][1], script=True)
+        origins: list[str] = []
+        expanded = _expand(text, env, origins)
+        items.append((Token(expanded, node.loc(), ", ".join(dict.fromkeys(origins)) or "literal"), style))
+    at = shell_script_at([t.text for t, _ in items])
+    if at is not None:
+        script, style = items[at]
+        tokens = shell_tokens(script.text, script.loc, style, script=True, env=env)
         if tokens is None:
             return None
-        positional = [t for t, _ in items[4:]]  # items[3] is $0; "$@" is what follows it
+        positional = [t for t, _ in items[at + 2:]]  # items[at + 1] is $0; "$@" is what follows it
         out: list[Token] = []
         for t in tokens:
-            out += positional if t.text in ("$@", "$*") else [t]
+            if script.origin != "literal" and t.origin == "literal":
+                t.origin = script.origin
+            out += positional if t.text in ("$@", "$*", '"$@"') else [t]
         return out
     out = []
     for t, style in items:
         if "vllm" in t.text and " " in t.text.strip() and not t.text.startswith("-"):
-            out += shell_tokens(t.text, t.loc, style) or []
+            out += shell_tokens(t.text, t.loc, style, env=env) or []
         else:
             out.append(t)
     return out
 
 
-# One piece of a POSIX shell word, or what separates words. Linear: each character is matched once.
+# One piece of a POSIX shell word, or what separates words. Linear: each character is matched once. An
+# expansion ($(( )), $( ), ${ }, `...`) is one piece, so the spaces inside `$((A * B))` never split a word.
 _SH = re.compile(r"""
     (?P<cont>\\\n)
   | (?P<ws>[ \t\r\n]+)
@@ -483,25 +797,44 @@ _SH = re.compile(r"""
   | (?P<sq>'[^']*'?)
   | (?P<dq>"(?:[^"\\]|\\.)*"?)
   | (?P<esc>\\.?)
-  | (?P<plain>[^ \t\r\n'"\\;&|]+)
+  | (?P<subst>\$\(\((?:[^()]|\([^()]*\))*\)\)|\$\((?:[^()'"]|\([^()]*\))*\)|\$\{[^}\s]*\}|`[^`]*`)
+  | (?P<var>\$[A-Za-z_]\w*)
+  | (?P<plain>[^ \t\r\n'"\\;&|$`]+|[$`])
 """, re.X | re.S)
 _DQ_ESCAPE = re.compile(r"\\([\\\"$`\n])")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
 
 
-def shell_words(text: str, script: bool = False) -> list[list[tuple[str, int]]]:
-    """A shell script as segments (split at ; && || |, and with `script` at a newline, as `sh -c` does)
-    of (word, offset of its first character), in linear time. Quotes and backslashes are removed as the
-    shell would; comments dropped. Without `script` a newline is only a space (one command written over
-    several lines of a YAML block, which no shell reads)."""
-    segments: list[list[tuple[str, int]]] = [[]]
+def _shell_words(text: str, script: bool = False, env: dict[str, str] | None = None
+                 ) -> list[list[tuple[str, int, str]]]:
+    """shell_words, each word with where its value came from ('literal', 'env var X in the file', ...). With
+    `env`, expansions are made as the shell would with what the file gives: the env, and `NAME=value`
+    assignments earlier in the script (`export`, or a prefix of a command); unquoted, an expanded value with
+    spaces splits into words. Without `env` nothing is expanded."""
+    segments: list[list[tuple[str, int, str]]] = [[]]
+    local = dict(env) if env is not None else None
+    labels: dict[str, str] = {}  # a script variable -> where its value came from
     word: list[str] = []
+    origins: list[str] = []
     start = -1
+    quoted = False  # the word has a quote or a literal character (an empty unquoted expansion is no word)
 
     def end_word() -> None:
-        nonlocal word, start
-        if start >= 0:
-            segments[-1].append(("".join(word), start))
-        word, start = [], -1
+        nonlocal word, start, origins, quoted
+        w = "".join(word)
+        if start >= 0 and (w or quoted):
+            segments[-1].append((w, start, ", ".join(dict.fromkeys(origins)) or "literal"))
+            seg = [x for x, _, _ in segments[-1]]
+            if local is not None and _ASSIGNMENT.match(w) and all(
+                    _ASSIGNMENT.match(x) or x in ("export", "readonly", "local", "declare") for x in seg):
+                name, _, value = w.partition("=")
+                if not unresolved(value):
+                    local[name] = value
+                    got = ", ".join(dict.fromkeys(origins))
+                    labels[name] = f"script variable {name}" + (f" ({got})" if got else "")
+                else:
+                    local.pop(name, None)
+        word, start, origins, quoted = [], -1, [], False
 
     for m in _SH.finditer(text):
         kind, piece = m.lastgroup, m.group()
@@ -516,27 +849,53 @@ def shell_words(text: str, script: bool = False) -> list[list[tuple[str, int]]]:
             continue
         if start < 0:
             start = m.start()
+        quoted = quoted or kind not in ("subst", "var")
         if kind == "sq":
             word.append(piece[1:-1] if len(piece) > 1 and piece.endswith("'") else piece[1:])
         elif kind == "dq":
             inner = piece[1:-1] if len(piece) > 1 and piece.endswith('"') and not piece.endswith('\\"') \
                 else piece[1:]
-            word.append(_DQ_ESCAPE.sub(r"\1", inner))
+            inner = _DQ_ESCAPE.sub(r"\1", inner)
+            word.append(_expand_shell(inner, local, origins, labels) if local is not None else inner)
         elif kind == "esc":
             word.append(piece[1:])
+        elif kind in ("subst", "var") and local is not None:
+            value = _expand_shell(piece, local, origins, labels)
+            parts = value.split() if value != piece else [value]
+            if len(parts) > 1:  # unquoted: the expansion's words are separate words
+                word.append(parts[0])
+                for p in parts[1:]:
+                    end_word()
+                    start = m.start()
+                    word.append(p)
+                    origins = [f"word of {piece}"]
+            elif parts and parts[0]:
+                word.append(parts[0])
         else:
             word.append(piece)
     end_word()
     return segments
 
 
-def shell_tokens(text: str, loc: Loc, style: str, script: bool = False) -> list[Token] | None:
+def shell_words(text: str, script: bool = False) -> list[list[tuple[str, int]]]:
+    """A shell script as segments (split at ; && || |, and with `script` at a newline, as `sh -c` does)
+    of (word, offset of its first character), in linear time. Quotes and backslashes are removed as the
+    shell would; comments dropped; expansions kept as written, each one piece of its word. Without `script`
+    a newline is only a space (one command written over several lines of a YAML block, which no shell reads)."""
+    return [[(w, at) for w, at, _ in seg] for seg in _shell_words(text, script)]
+
+
+def _runs_vllm(word: str) -> bool:
+    return word.rsplit("/", 1)[-1] == "vllm" or VLLM_MODULE_PREFIX in word or word in _WRAPPER_MODULES
+
+
+def shell_tokens(text: str, loc: Loc, style: str, script: bool = False,
+                 env: dict[str, str] | None = None) -> list[Token] | None:
     """The tokens of the vLLM command in a shell script (the last `cmd; cmd && cmd` segment that runs
     vLLM), each at its line and column: a `|` block's lines are the file's; a one-line string's
-    columns are offsets from where it starts."""
-    segments = shell_words(text, script)
-    runs_vllm = [seg for seg in segments if any(w.rsplit("/", 1)[-1] == "vllm" or "vllm.entrypoints" in w
-                                                for w, _ in seg)]
+    columns are offsets from where it starts. With `env`, the script's expansions are made (_shell_words)."""
+    segments = _shell_words(text, script, env if env is not None else {})
+    runs_vllm = [seg for seg in segments if any(_runs_vllm(w) for w, _, _ in seg)]
     if not runs_vllm:
         return None
     chosen = runs_vllm[-1]
@@ -544,17 +903,17 @@ def shell_tokens(text: str, loc: Loc, style: str, script: bool = False) -> list[
     if style.startswith("|"):  # a literal block: the content starts on the next line, indented
         indent = int(style[1:] or 0)
         line, last_nl, counted = loc.line + 1, -1, 0
-        for w, at in chosen:
+        for w, at, origin in chosen:
             line += text.count("\n", counted, at)  # incremental: linear overall
             nl = text.rfind("\n", counted, at)
             last_nl = nl if nl >= 0 else last_nl
             counted = at
-            out.append(Token(w, Loc(loc.file, line, indent + at - last_nl)))
+            out.append(Token(w, Loc(loc.file, line, indent + at - last_nl), origin))
         return out
     if "\n" in text or style == ">":  # folded or multi-line flow scalar: the string's own position
-        return [Token(w, loc) for w, _ in chosen]
+        return [Token(w, loc, origin) for w, _, origin in chosen]
     quote = 1 if style in ('"', "'") else 0
-    return [Token(w, Loc(loc.file, loc.line, loc.column + quote + at)) for w, at in chosen]
+    return [Token(w, Loc(loc.file, loc.line, loc.column + quote + at), origin) for w, at, origin in chosen]
 
 
 def config_file_flags(path: str, pod: Node, inputs: Inputs, namespace: str | None = None

@@ -528,6 +528,36 @@ def _unknown_flag(ctx: Context) -> Iterator[Hit]:
         yield Hit(msg, loc)
 
 
+@rule("removed-flag", "A flag the assumed vLLM release refuses, where the file names no release", "warning",
+      "The file does not say which vLLM release runs (no release in the image tag: a controller such as KAITO or "
+      "KubeAI chooses the image, or a custom tag), and a flag (or its value) that some modelled releases accept is "
+      "refused by the release assumed (--swap-space, --num-scheduler-steps, --max-seq-len-to-capture were removed; "
+      "--enable-chunked-prefill=false is refused once it became a switch). The message names the releases that "
+      "refuse it and those that accept it; it is an error (unknown-flag, invalid-flag) only where the release is "
+      "known.", "Pin the image to a release that accepts it (or pass --vllm-version), or drop the flag if the "
+      "release that runs is one that refuses it.")
+def _removed_flag(ctx: Context) -> Iterator[Hit]:
+    for message, loc in getattr(ctx.server, "release_dependent", ()):
+        yield Hit(message, loc)
+
+
+@rule("unresolved-value", "A value the file does not give", "info",
+      "An argument is a shell expansion or a template with no value in the file (`$((LWS_GROUP_SIZE * "
+      "DP_SIZE_LOCAL))`, `$START_RANK` computed at run time, a variable the container's env does not set, "
+      "`{{ .Values.maxModelLen }}`, a command substitution): it is never split into flags or read as a number; "
+      "the server is checked with what the file does give, and this names what was left out. A `${VAR:-default}` "
+      "takes its default (the server's basis says so).", "Nothing to do if the value is set at run time; to have it "
+      "checked, write it literally or set the variable in the container's env.")
+def _unresolved_value(ctx: Context) -> Iterator[Hit]:
+    for option, value, loc in getattr(ctx.server, "unresolved", ()):
+        what = f"{option} {value}" if option and option not in value else value
+        yield Hit(f"{what[:160]}: no value in the file (a shell expansion or template resolved only at run "
+                  "time), so the server is checked without it", loc)
+    for dest, basis in getattr(ctx.server, "basis", {}).items():
+        if "default of $" in basis:
+            yield Hit(f"--{dest.replace('_', '-')}: {basis}: checked at that default", ctx.server.flag_loc(dest))
+
+
 @rule("not-modelled", "An option that changes GPU memory is not modelled", "warning",
       "The option (LoRA, speculative decoding, KV transfer, multimodal limits, ...) changes the memory vLLM needs, "
       "but the memory model does not account for it yet, so the verdict may say 'fits' where vLLM runs out of "

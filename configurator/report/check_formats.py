@@ -71,7 +71,16 @@ def render_text(report: CheckReport, stream: IO[str]) -> None:
         con.print(line)
         if f.rule in REGISTRY:
             con.print(Text(f"  fix: {REGISTRY[f.rule].remediation} ({docs_link(f.rule)})", style="dim"))
+        if basis_phrase(f.basis):
+            con.print(Text(f"  rests on: {basis_phrase(f.basis)}", style="dim"))
     con.print(summary_line(report))
+
+
+def basis_phrase(basis: dict[str, str]) -> str:
+    """What a finding rests on, in one phrase: the release, and each value not written literally."""
+    parts = [f"release {basis['release']}"] if basis.get("release") else []
+    parts += [f"{k} {v}" for k, v in basis.items() if k != "release" and v != "literal"]
+    return "; ".join(parts)
 
 
 def render_github(report: CheckReport, stream: IO[str]) -> None:
@@ -97,6 +106,8 @@ def _sarif_result(f: Finding, index: dict[str, int]) -> dict:
             "fullyQualifiedName": "/".join(x for x in (f.object.namespace, f.object.kind, f.object.name,
                                                         f.container) if x),
             "kind": "object"}]
+    if f.basis:
+        r["properties"] = {"basis": f.basis}
     if f.suppression is not None:
         r["suppressions"] = [{"kind": f.suppression.kind, "status": "accepted",
                               "justification": f.suppression.justification,

@@ -11,6 +11,7 @@ The wording follows CPython 3.12's argparse (the Python of vLLM's images).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import re
@@ -205,11 +206,6 @@ def resolve(rel: ReleaseArgs, tok: str, index: int) -> tuple[Option, str, bool, 
         if name in rel.strings:
             o, neg = rel.strings[name]
             return o, name, neg, val
-    if tok.startswith("--") and "." in tok.split("=", 1)[0]:
-        base = tok.split("=", 1)[0].split(".", 1)[0]
-        if base in rel.strings and rel.strings[base][0].type == "json":  # --compilation-config.level 3
-            o = rel.strings[base][0]
-            return o, base, False, tok.split("=", 1)[1] if "=" in tok else None
     matches: list[tuple[str, str | None]] = []
     if tok.startswith("--"):
         prefix, _, explicit = tok.partition("=")
@@ -239,6 +235,8 @@ def convert(rel: ReleaseArgs, o: Option, raw: str, index: int | None = None) -> 
     else:
         try:
             value = _typed(rel, o, raw)
+        except ArgError as e:
+            raise ArgError(str(e), index if e.index is None else e.index) from None
         except HumanIntError as e:
             raise ArgError(f"argument {o.name}: {e}", index) from None
         except (ValueError, OverflowError):
@@ -256,7 +254,66 @@ def convert(rel: ReleaseArgs, o: Option, raw: str, index: int | None = None) -> 
     return value
 
 
+# JSON option values are read with bounds (vLLM's own json.loads has none: a 5,000-deep value is a RecursionError
+# there, 1e400 an inf it carries on with): nesting, size, and finite numbers
+MAX_JSON_DEPTH = 64
+MAX_JSON_CHARS = 256 * 1024
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of [ and { outside strings (linear; no recursion)."""
+    depth = deepest = 0
+    for ch in _JSON_STRING.sub("", text):
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not a finite number")
+
+
+def load_json(raw: str, name: str = "value", index: int | None = None) -> Any:
+    """A JSON value read with bounds: at most MAX_JSON_DEPTH levels and MAX_JSON_CHARS characters, every
+    number finite (1e400, NaN, Infinity refused) and of at most 4,300 digits (CPython's int limit). Raises
+    ArgError naming the option; ValueError (json.JSONDecodeError) for text that is not JSON at all."""
+    if len(raw) > MAX_JSON_CHARS:
+        raise ArgError(f"argument {name}: a JSON value of {len(raw):,} characters is more than the "
+                       f"{MAX_JSON_CHARS:,} read", index)
+    if _json_depth(raw) > MAX_JSON_DEPTH:
+        raise ArgError(f"argument {name}: JSON nested deeper than {MAX_JSON_DEPTH} levels (vLLM's own JSON reader "
+                       "fails on deep nesting with a RecursionError)", index)
+    try:
+        return json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
+    except json.JSONDecodeError:
+        raise
+    except (ValueError, RecursionError) as e:
+        why = str(e) if "finite" in str(e) else "a number too long to read"
+        raise ArgError(f"argument {name}: {why}", index) from None
+
+
+def _json_value(o: Option, raw: str, index: int | None) -> str:
+    """A JSON-typed option's value, checked (load_json) where it is JSON; text that is not JSON is left to
+    the option (several take a plain string or a level number too)."""
+    with contextlib.suppress(json.JSONDecodeError):
+        load_json(raw, o.name, index)
+    return raw
+
+
 def _typed(rel: ReleaseArgs, o: Option, raw: str) -> Any:
+    if o.type == "json" or (o.type == "str" and raw.lstrip().startswith(("{", "["))):
+        return _json_value(o, raw, None)  # JSON (a str-typed option too: 0.33's --limit-mm-per-prompt)
     if o.type == "int":
         return int(raw)
     if o.type == "float":
@@ -271,9 +328,96 @@ def _typed(rel: ReleaseArgs, o: Option, raw: str) -> Any:
     return raw
 
 
+def _nested(keys: list[str], value: Any) -> Any:
+    for key in reversed(keys):
+        value = {key: value}
+    return value
+
+
+def _update(original: dict, update: dict) -> None:
+    """vLLM's recursive_dict_update: dicts merge, lists extend, anything else replaces (iterative here)."""
+    stack = [(original, update)]
+    while stack:
+        into, new = stack.pop()
+        for k, v in new.items():
+            if isinstance(v, dict) and isinstance(into.get(k), dict):
+                stack.append((into[k], v))
+            elif isinstance(v, list) and isinstance(into.get(k), list):
+                into[k] = into[k] + v
+            else:
+                into[k] = v
+
+
+def merge_dotted(tokens: list[str]) -> tuple[list[str], list[int]]:
+    """Dotted JSON arguments merged as vLLM's FlexibleArgumentParser.parse_args merges them (vllm/utils/
+    argparse_utils.py in 0.12+, vllm/utils/__init__.py before, e.g. 0.11.0 lines 1936-1975): an argument that
+    starts with '-' and has a '.' in its name (`--limit-mm-per-prompt.image 4`, `--compilation-config.cudagraph_mode
+    PIECEWISE`, `-cc.level=3`, `--x.list+ a,b`) takes the next token (or what follows '=') as its value, read as
+    JSON where it is JSON, else as the text; the values of one option are merged into one dict (nested by the
+    dots; dicts merge, lists extend), and each option is appended at the end as `option '<json>'`, as if written
+    so. Returns the tokens argparse then reads, and for each the index of the token it came from."""
+    if not any(t.startswith("-") and "." in t.partition("=")[0] and not _NEGATIVE.match(t) for t in tokens):
+        return tokens, list(range(len(tokens)))
+    out: list[str] = []
+    where: list[int] = []
+    merged: dict[str, dict] = {}
+    first: dict[str, int] = {}
+    skip = -1
+    for i, raw in enumerate(tokens):
+        if i == skip:
+            continue
+        t = _normalise(raw)
+        key = t.partition("=")[0]
+        if not (t.startswith("-") and "." in key) or _NEGATIVE.match(t):
+            out.append(raw)
+            where.append(i)
+            continue
+        if "=" in t:
+            value_str = t.partition("=")[2]
+        elif i + 1 < len(tokens):
+            value_str, skip = tokens[i + 1], i + 1
+        else:  # vLLM itself fails here with an IndexError
+            raise ArgError(f"argument {key}: expected one argument", i)
+        if key.endswith("+"):
+            key = key[:-1]
+            value_str = json.dumps(value_str.split(","))
+        base, *keys = key.split(".")
+        if len(keys) > MAX_JSON_DEPTH:
+            raise ArgError(f"argument {base}: {len(keys)} dotted keys are more than the {MAX_JSON_DEPTH} levels read",
+                           i)
+        try:
+            value: Any = load_json(value_str, key, i)
+        except json.JSONDecodeError:
+            value = value_str
+        _update(merged.setdefault(base, {}), _nested(keys, value))
+        first.setdefault(base, i)
+    for base, d in merged.items():
+        out += [base, json.dumps(d)]
+        where += [first[base], first[base]]
+    return out, where
+
+
 def scan(tokens: list[str], version: str | None = None, *, positional: bool = True) -> Scan:
-    """Read the arguments of `vllm serve` (after the launcher) as `version`'s parser would.
-    `positional`: the command accepts `MODEL` positionally (`vllm serve`; not the api_server module)."""
+    """Read the arguments of `vllm serve` (after the launcher) as `version`'s parser would: dotted JSON
+    arguments merged first (merge_dotted), then argparse's reading. `positional`: the command accepts `MODEL`
+    positionally (`vllm serve`; not the api_server module). Indices are those of `tokens`."""
+    merged, where = merge_dotted(list(tokens))
+    if len(merged) == len(tokens) and where == list(range(len(tokens))):
+        return _scan(tokens, version, positional=positional)
+
+    def back(i: int) -> int:
+        return where[i] if 0 <= i < len(where) else len(tokens)
+    try:
+        out = _scan(merged, version, positional=positional)
+    except ArgError as e:
+        raise ArgError(str(e), back(e.index) if e.index is not None else None) from None
+    return Scan(given=[Given(g.option, g.written, g.value, back(g.index), back(g.end - 1) + 1 if g.end else 0)
+                       for g in out.given],
+                model=(out.model[0], back(out.model[1])) if out.model else None,
+                leftovers=[Leftover(x.token, back(x.index), x.values) for x in out.leftovers])
+
+
+def _scan(tokens: list[str], version: str | None = None, *, positional: bool = True) -> Scan:
     rel = release_args(version)
     out = Scan()
     only_values = False

@@ -7,6 +7,7 @@ Defaults are version-dependent and live in configurator.vllm.defaults.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -249,6 +250,7 @@ class UnknownArg:
     index: int
     suggestion: str | None = None
     values: tuple[str, ...] = ()  # the tokens after it that argparse also leaves over
+    wrapper: str | None = None  # read under a wrapper (dynamo.vllm), whose own options of another release it may be
 
 
 @dataclass(frozen=True)
@@ -264,22 +266,202 @@ class ParsedArgs:
         return {o.dest: o.value for o in self.occurrences}
 
 
+# Programs that run the next word as a command, and the options each takes before it (value-taking ones listed):
+# exec / nohup / command (POSIX), env (coreutils: -u NAME, -C DIR, -S STRING), timeout (coreutils: DURATION after
+# -s SIG / -k DUR), dumb-init (-r s:r), tini (-p SIG, -e CODE), stdbuf (-i/-o/-e MODE, joined or not), uv run
+# (docs.astral.sh/uv/reference/cli/#uv-run), numactl (its options are joined: --cpunodebind=0).
+_PREFIX_PROGRAMS: dict[str, tuple[str, ...]] = {
+    "exec": (), "nohup": (), "command": (), "env": ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"),
+    "timeout": ("-s", "--signal", "-k", "--kill-after"), "dumb-init": ("-r", "--rewrite"),
+    "tini": ("-p", "-e"), "stdbuf": ("-i", "-o", "-e"), "numactl": (), "taskset": (),
+    "uv": ("--with", "--with-editable", "--with-requirements", "--python", "-p", "--project", "--directory",
+           "--extra", "--group", "--env-file", "--index", "--index-url", "--extra-index-url", "--package",
+           "--cache-dir", "--config-file", "--only-group", "--no-group"),
+}
+# takes one positional word before the command: timeout DURATION, taskset MASK
+_PREFIX_POSITIONAL = {"timeout": 1, "taskset": 1}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+_PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
+# CPython's options that take a value (python -X importtime, -W ignore, -c is a program of its own)
+_PYTHON_VALUE_OPTIONS = ("-X", "-W", "--check-hash-based-pycs")
+# vLLM's module entry points: the CLI (vllm/entrypoints/cli/main.py, then `serve`: the model may be positional)
+# and the OpenAI / plain API servers (the model is --model)
+VLLM_CLI_MODULE = "vllm.entrypoints.cli.main"
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A program that takes vLLM's engine options plus its own, read here as vLLM's command line once its own
+    options are set aside. `options`: its own option -> values it takes (0, 1, or '*': all up to the next
+    option); `prefixes`: option names of its own by prefix (a release newer than the list may add more);
+    `model`: its options that name the model (in order of precedence)."""
+
+    name: str
+    options: dict[str, int | str]
+    prefixes: tuple[str, ...] = ()
+    model: tuple[str, ...] = ()
+    source: str = ""
+
+
+# ai-dynamo/dynamo components/backends/vllm/src/dynamo/vllm/args.py parse_args (a FlexibleArgumentParser with
+# AsyncEngineArgs.add_cli_args): its own options, across the releases read (--is-prefill-worker ... --mm-prompt-
+# template, add_config_dump_args' --dump-config-to; later --endpoint, --disaggregation-mode, --use-vllm-tokenizer,
+# --request-plane, --event-plane); "dyn-" is the prefix it adopted for its own options ("To avoid name conflicts
+# with different backends, adopted prefix 'dyn-' for dynamo specific args")
+DYNAMO = Wrapper("dynamo.vllm", {
+    "--is-prefill-worker": 0, "--is-decode-worker": 0, "--migration-limit": 1, "--dynamo-port-min": 1,
+    "--dynamo-port-max": 1, "--connector": "*", "--custom-jinja-template": 1, "--multimodal-processor": 0,
+    "--multimodal-encode-worker": 0, "--multimodal-worker": 0, "--multimodal-encode-prefill-worker": 0,
+    "--mm-prompt-template": 1, "--dump-config-to": 1, "--version": 0, "--endpoint": 1, "--disaggregation-mode": 1,
+    "--use-vllm-tokenizer": 0, "--no-use-vllm-tokenizer": 0, "--request-plane": 1, "--event-plane": 1,
+    "--store-kv": 1, "--enable-local-indexer": 0, "--headless": 0,
+}, prefixes=("--dyn-",), source="ai-dynamo/dynamo components/backends/vllm/src/dynamo/vllm/args.py")
+# kserve/kserve python/huggingfaceserver/huggingfaceserver/__main__.py and python/kserve/kserve/model_server.py:
+# the runtime's options (underscored), vLLM's engine options beside them when the vLLM backend serves
+HF_SERVER = Wrapper("huggingfaceserver", {
+    "--model_name": 1, "--model_dir": 1, "--model_id": 1, "--model_revision": 1, "--tokenizer_revision": 1,
+    "--max_length": 1, "--tensor_input_names": 1, "--backend": 1, "--task": 1, "--predictor_protocol": 1,
+    "--predictor_host": 1, "--http_port": 1, "--grpc_port": 1, "--workers": 1, "--max_threads": 1,
+    "--max_asyncio_workers": 1, "--log_config_file": 1, "--access_log_format": 1, "--disable_lower_case": 0,
+    "--disable_special_tokens": 0, "--return_token_type_ids": 0, "--return_offsets_mapping": 0,
+    "--return_probabilities": 0, "--return_raw_logits": 0, "--disable_vllm": 0, "--enable_docs_url": 0,
+    "--dtype": 1, "--trust_remote_code": 0, "--enable_latency_logging": 0, "--configure_logging": 0,
+}, model=("--model_id", "--model_dir"),
+    source="kserve/kserve python/huggingfaceserver/huggingfaceserver/__main__.py")
+WRAPPERS = {"dynamo.vllm": DYNAMO, "huggingfaceserver": HF_SERVER, "huggingface_server": HF_SERVER}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How a command line starts vLLM: where vLLM's arguments start, whether the model may be positional,
+    and the wrapper (Dynamo, KServe's Hugging Face server) whose own options are among them."""
+
+    start: int
+    positional: bool = True
+    wrapper: Wrapper | None = None
+
+
+def skip_prefix(words: list[str], i: int = 0) -> int:
+    """Past the programs that run the next word as a command (`tini --`, `dumb-init --`, `env A=1`, `A=1`,
+    `nohup`, `exec`, `timeout 1d`): where the command they run starts."""
+    while i < len(words):
+        base = words[i].rsplit("/", 1)[-1]
+        if _ASSIGNMENT.match(words[i]):
+            i += 1
+        elif base in _PREFIX_PROGRAMS and base != "uv":
+            i = _skip_options(words, i + 1, _PREFIX_PROGRAMS[base]) + _PREFIX_POSITIONAL.get(base, 0)
+        else:
+            break
+    return i
+
+
+def _skip_options(tokens: list[str], i: int, valued: tuple[str, ...]) -> int:
+    while i < len(tokens) and tokens[i].startswith("-") and tokens[i] != "--":
+        opt = tokens[i]
+        i += 2 if opt in valued else 1
+    if i < len(tokens) and tokens[i] == "--":
+        i += 1
+    return i
+
+
+def launch(tokens: list[str]) -> Launch:
+    """Read the launcher of a command (what comes before vLLM's arguments) as people write it: `exec`, `nohup`,
+    `env A=1`, `A=1`, `timeout 1d`, `dumb-init --`, `tini --`, `uv run`, any `python*` with interpreter options
+    (-u, -O, -X opt), then `vllm serve`, `-m vllm.entrypoints.cli.main serve`, `-m
+    vllm.entrypoints.openai.api_server`, or a known wrapper (`-m dynamo.vllm`, `-m huggingfaceserver`). A command
+    that starts with none of these starts with vLLM's arguments (container args under the image's entrypoint)."""
+    i = 0
+    n = len(tokens)
+    while i < n:
+        w = tokens[i]
+        base = w.rsplit("/", 1)[-1]
+        if _ASSIGNMENT.match(w):
+            i += 1
+        elif base in _PREFIX_PROGRAMS:
+            if base == "uv":
+                if i + 1 < n and tokens[i + 1] == "run":
+                    i += 1
+                else:
+                    break
+            i = _skip_options(tokens, i + 1, _PREFIX_PROGRAMS[base])
+            i += _PREFIX_POSITIONAL.get(base, 0)
+        elif base == "serve":  # `serve MODEL` as args under the image's `vllm serve` (stray-serve-arg says so)
+            return Launch(i + 1)
+        elif base == "vllm":
+            i += 1
+            if i < n and tokens[i] == "serve":
+                return Launch(i + 1)
+            return Launch(i)
+        elif _PYTHON.match(base):
+            i = _skip_python(tokens, i + 1)
+            if i >= n:
+                return Launch(i)
+            if tokens[i].endswith(".py"):  # python .../vllm/entrypoints/openai/api_server.py
+                return Launch(i + 1, positional=False)
+            if not tokens[i].startswith("-m"):
+                break
+        elif w == "-m" or (w.startswith("-m") and len(w) > 2):
+            module = tokens[i + 1] if w == "-m" and i + 1 < n else w[2:]
+            i += 2 if w == "-m" else 1
+            if module == VLLM_CLI_MODULE:
+                return Launch(i + 1 if i < n and tokens[i] == "serve" else i)
+            if module in WRAPPERS:
+                return Launch(i, positional=False, wrapper=WRAPPERS[module])
+            return Launch(i, positional=not module.startswith("vllm.entrypoints"))
+        elif w.startswith("vllm.entrypoints"):
+            return Launch(i + 1, positional=False)
+        else:
+            break
+    return Launch(i)
+
+
+def _skip_python(tokens: list[str], i: int) -> int:
+    """Past CPython's own options (-u, -O, -OO, -B, -X opt, -W arg, -Xopt), up to -m or a script."""
+    while i < len(tokens):
+        w = tokens[i]
+        if w.startswith("-m") or not w.startswith("-") or w == "-":
+            return i
+        i += 2 if w in _PYTHON_VALUE_OPTIONS else 1
+    return i
+
+
 def _launcher(tokens: list[str]) -> tuple[int, bool]:
     """Where a command's arguments start, and whether it takes the model positionally:
     `vllm serve MODEL ...` does, `python -m vllm.entrypoints.openai.api_server --model M` does not."""
-    start = 0
-    positional = True
-    while start < len(tokens) and not tokens[start].startswith("-") and (
-            tokens[start].rsplit("/", 1)[-1] in LAUNCHERS or tokens[start] in ("serve", "exec")
-            or tokens[start].startswith("vllm.entrypoints")):
-        if tokens[start].startswith("vllm.entrypoints"):
-            positional = False
-        start += 1
-    if tokens[start:start + 1] == ["-m"]:
-        if start + 1 < len(tokens) and tokens[start + 1].startswith("vllm.entrypoints"):
-            positional = False
-        start += 2
-    return start, positional
+    found = launch(tokens)
+    return found.start, found.positional
+
+
+def _wrapper_own(tokens: list[str], start: int, wrapper: Wrapper) -> tuple[list[int], dict[str, tuple[str, int]]]:
+    """The indices of vLLM's arguments (the wrapper's own options and their values set aside), and the wrapper's
+    own options given (name -> (value, index))."""
+    keep: list[int] = []
+    own: dict[str, tuple[str, int]] = {}
+    i = start
+    while i < len(tokens):
+        name, eq, value = tokens[i].partition("=")
+        norm = name if name in wrapper.options else name.replace("_", "-")
+        takes = wrapper.options.get(name, wrapper.options.get(norm))
+        if takes is None and norm.startswith(wrapper.prefixes or ("\0",)):
+            takes = 1
+        if takes is None or not name.startswith("--"):
+            keep.append(i)
+            i += 1
+            continue
+        at = i
+        i += 1
+        if eq:
+            own[name] = (value, at)
+            continue
+        if takes == "*" or takes == 1:
+            got: list[str] = []
+            while i < len(tokens) and not tokens[i].startswith("--") and (takes == "*" or not got):
+                got.append(tokens[i])
+                i += 1
+            own[name] = (" ".join(got), at)
+        else:
+            own[name] = ("true", at)
+    return keep, own
 
 
 def parse_args(tokens: list[str], version: str | None = None) -> ParsedArgs:
@@ -288,18 +470,38 @@ def parse_args(tokens: list[str], version: str | None = None) -> ParsedArgs:
     parser reads them (configurator.vllm.args). Raises InputError (vLLM's wording) where vLLM's
     parser would exit: a value outside an option's choices, a wrong type, a missing value, an
     ambiguous abbreviation; and for a modelled flag whose value is out of range."""
-    from configurator.vllm.args import ArgError, scan
+    from configurator.vllm.args import ArgError, Given, scan
 
     tokens = [str(t) for t in tokens]
-    start, positional = _launcher(tokens)
-    s = scan(tokens[start:], version, positional=positional)
+    how = launch(tokens)
+    start, positional = how.start, how.positional
+    own: dict[str, tuple[str, int]] = {}
+    if how.wrapper is not None:  # the wrapper's own options are its, not vLLM's
+        keep, own = _wrapper_own(tokens, start, how.wrapper)
+    else:
+        keep = list(range(start, len(tokens)))
+    def back(i: int) -> int:  # an index of the scanned words -> the index in `tokens`
+        return keep[i] if 0 <= i < len(keep) else len(tokens)
+
+    try:
+        s = scan([tokens[i] for i in keep], version, positional=positional)
+    except ArgError as e:
+        raise ArgError(str(e), back(e.index) if e.index is not None else None) from None
+
     occurrences: list[Occurrence] = []
     unmodelled: list[Occurrence] = []
     if s.model is not None:
-        occurrences.append(Occurrence("model", s.model[0], s.model[1] + start, s.model[1] + start + 1))
+        occurrences.append(Occurrence("model", s.model[0], back(s.model[1]), back(s.model[1]) + 1))
+    if how.wrapper is not None:
+        named = next((own[m] for m in how.wrapper.model if m in own), None)
+        if named is not None and named[0]:
+            occurrences.append(Occurrence("model", named[0], named[1], named[1] + 2))
     for g in s.given:
-        at = g.index + start
+        at = back(g.index)
+        g = Given(g.option, g.written, g.value, at, back(g.end - 1) + 1 if g.end else at + 1)
         flag = BY_DEST.get(g.option.dest)
+        if flag is not None and g.value is None and g.option.optional:
+            continue  # '' or 'None' for an optional option: vLLM's default (optional_type)
         if flag is not None:
             value = g.value
             if flag.type != "bool" or not isinstance(value, bool):
@@ -309,17 +511,17 @@ def parse_args(tokens: list[str], version: str | None = None) -> ParsedArgs:
                     raise ArgError(str(e), at) from None
             if flag.dest == "quantization" and value is not None:
                 _check_quantization(g.option, value, at)
-            occurrences.append(Occurrence(flag.dest, value, at, g.end + start))
+            occurrences.append(Occurrence(flag.dest, value, at, g.end))
             continue
         if any(o in UNMODELLED_MEMORY_OPTIONS for o in g.option.opts):
-            unmodelled.append(Occurrence(g.option.opts[0], g.value, at, g.end + start))
+            unmodelled.append(Occurrence(g.option.opts[0], g.value, at, g.end))
     occurrences, unmodelled = _fold_spec_shorthands(occurrences, unmodelled)
     occurrences, unmodelled = _optimization_level(occurrences, unmodelled)
     from configurator.vllm.args import release_args
 
     rel = release_args(version)
-    unknown = tuple(UnknownArg(x.token, x.index + start, rel.nearest(x.token) if x.token.startswith("-") else None,
-                               x.values) for x in s.leftovers)
+    unknown = tuple(UnknownArg(x.token, back(x.index), rel.nearest(x.token) if x.token.startswith("-") else None,
+                               x.values, how.wrapper.name if how.wrapper else None) for x in s.leftovers)
     return ParsedArgs(tuple(occurrences), tuple(unmodelled), unknown)
 
 
@@ -399,3 +601,50 @@ def unrecognized_message(unknown: tuple[UnknownArg, ...] | list[UnknownArg]) -> 
     text = unrecognized([t for u in unknown for t in (u.token, *u.values)])
     hints = [f"{u.token.split('=', 1)[0]} -> {u.suggestion}" for u in unknown if u.suggestion]
     return text + (f" (did you mean: {', '.join(hints)}?)" if hints else "")
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def option_name(key: str) -> str:
+    """An engine argument's key in any case style as vLLM's option: max_model_len, maxModelLen, max-model-len and
+    --max-model-len are all --max-model-len."""
+    return "--" + _CAMEL.sub("-", str(key).strip().lstrip("-")).replace("_", "-").lower()
+
+
+def argv_from_mapping(mapping: dict, version: str | None = None) -> list[str]:
+    """A mapping of vLLM engine arguments (Ray Serve LLM's engine_kwargs, a values file's vllm args, a --config
+    file) as the command line vLLM would be given, the way vLLM's FlexibleArgumentParser.load_config_file turns
+    its YAML config into arguments (vllm/utils/argparse_utils.py): true -> --key, false -> --no-key where the
+    release has it (else nothing), a list -> --key item item, a mapping -> --key '<json>', anything else
+    -> --key value. Keys in any case style (option_name)."""
+    import json
+
+    from configurator.vllm.args import release_args
+
+    strings = release_args(version).strings
+    out: list[str] = []
+    for key, value in mapping.items():
+        name = option_name(key)
+        if isinstance(value, bool):
+            if value:
+                out.append(name)
+            elif "--no-" + name[2:] in strings:
+                out.append("--no-" + name[2:])
+        elif value is None:
+            continue
+        elif isinstance(value, list):
+            if value:
+                out += [name, *(json.dumps(v) if isinstance(v, dict | list) else str(v) for v in value)]
+        elif isinstance(value, dict):
+            out += [name, json.dumps(value, default=str)]
+        else:
+            out += [name, str(value)]
+    return out
+
+
+def flags_from_mapping(mapping: dict, version: str | None = None) -> ParsedArgs:
+    """An engine-args mapping in any case style (`max_model_len`, `maxModelLen`, `max-model-len`) read as the
+    same flags the command line would give (parse_args of argv_from_mapping): the same modelled values, the
+    same unknown options, the same refusals (InputError)."""
+    return parse_args(argv_from_mapping(mapping, version), version)
