@@ -8,6 +8,7 @@ random `vllm serve` commands after `--` built from the real options of a random 
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
@@ -69,6 +70,65 @@ def _serve_command(rng: random.Random) -> list[str]:
     return out
 
 
+# hostile values for a vLLM option (issue 30): non-finite and overflowing numbers, deep and large JSON, inside
+# JSON too, dotted keys
+JSON_HOSTILE = ("1e400", "-1e400", "NaN", "Infinity", "9" * 5000, '{"image": 1e400}', '{"image": NaN}',
+                '{"image": -1}', '{"image": ' + "9" * 400 + "}", "[" * 5000, "[" * 5000 + "]" * 5000,
+                '{"a": ' * 3000 + "1" + "}" * 3000, '{"method": "ngram", "num_speculative_tokens": 1e308}',
+                '{"num_redundant_experts": 1e400}', '{"model": "' + "x" * 300_000 + '"}', "{", "[]", "{}",
+                '{"image": "4"}', "\x00", "$((A * B))", "{{ .Values.x }}", "${X:-1e400}")
+
+
+# modelled options whose value may legitimately change the verdict (a model name, a memory size): a pod given one
+# of them is no longer the must-deny pod; the JSON ones stay hostile-only
+_CHANGES_VERDICT = {"model", "gpu_memory_utilization", "cpu_offload_gb", "kv_cache_memory_bytes", "max_model_len",
+                    "quantization", "kv_cache_dtype", "num_gpu_blocks_override", "max_num_seqs", "dtype",
+                    "max_num_batched_tokens", "tensor_parallel_size", "pipeline_parallel_size", "enforce_eager"}
+
+
+def hostile_flag_argv(rng: random.Random, changed: set[str] | None = None) -> list[str]:
+    """A valid `vllm serve` command with one option of a random release given a hostile value (or a dotted JSON
+    key given one); `changed` collects the dests of the options chosen."""
+    from configurator.vllm.args import release_args, releases
+
+    rel = release_args(rng.choice(releases()))
+    out = ["vllm", "serve", "Qwen/Qwen3-8B", "--gpu-memory-utilization", "0.5"]
+    for _ in range(rng.randrange(1, 3)):
+        o = rng.choice(rel.options)
+        if changed is not None:
+            changed.add(o.dest)
+        opt = rng.choice(o.opts)
+        if rng.random() < 0.2 and opt.startswith("--"):
+            opt += "." + rng.choice(("image", "num_speculative_tokens", "a.b.c", "level", "x+"))
+        out += [opt, rng.choice(JSON_HOSTILE + HOSTILE)]
+    return out
+
+
+def hostile_flag_case(rng: random.Random, command: str) -> tuple[list[str], str | None, bool]:
+    """(argv, stdin, must deny) of one hostile-flag-value case for estimate, plan or review. review's object is a
+    pod that must be denied as written (Qwen/Qwen3-8B at --gpu-memory-utilization 0.5 on one L4): a hostile value
+    appended never makes it allowed."""
+    if command == "estimate":
+        return ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "l4", "--", *hostile_flag_argv(rng)], None, False
+    if command == "plan":
+        cmd = cli.commands["plan"]
+        opts = [p for p in cmd.params if isinstance(p, click.Option) and not p.is_flag and "--help" not in p.opts
+                and not isinstance(p.type, click.Path | click.File) and "output" not in (p.name or "")]
+        argv = ["plan", "--model", "Qwen/Qwen3-8B", "--gpu", "l4"]
+        for _ in range(rng.randrange(1, 3)):
+            p = rng.choice(opts)
+            argv += [rng.choice(p.opts), rng.choice(JSON_HOSTILE + HOSTILE)]
+        return argv, None, False
+    import json
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"},
+                    "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+                                    "command": hostile_flag_argv(rng, changed := set()),
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    return ["review"], json.dumps(pod), not changed & _CHANGES_VERDICT
+
+
 # stdin texts that still break code owned elsewhere (listed in the argv report; the script runs them)
 KNOWN_BAD_STDIN = ("a: &a [*a]\n",)
 
@@ -126,9 +186,26 @@ def check_result(argv: list[str], res) -> None:
     assert "Traceback" not in res.output, argv
 
 
+# FUZZ_SEED (unset: 0) shifts the seeds, so CI can try new ones each run while a local run stays reproducible
+SEED = int(os.environ.get("FUZZ_SEED", "0") or 0)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_random_argv_exit_codes_and_no_traceback(seed, tmp_path):
-    rng = random.Random(seed)
+    rng = random.Random(SEED * 1_000_003 + seed)
     for _ in range(60):
         argv, stdin = random_argv(rng, tmp_path)
         check_result(argv, run_one(argv, stdin, tmp_path))
+
+
+@pytest.mark.parametrize("command", ["estimate", "plan", "review"])
+def test_hostile_flag_values_exit_codes_and_no_traceback(command, tmp_path):
+    """issue 30: hostile values of vLLM options (1e400, 5,000-deep JSON, ...) give a clear line and exit 2 (a
+    finding and a denial in review), never a traceback; scripts/argv_fuzz.py --hostile-flags runs 10,000 each."""
+    rng = random.Random(SEED * 1_000_003 + 7)
+    for _ in range(25):
+        argv, stdin, must_deny = hostile_flag_case(rng, command)
+        res = run_one(argv, stdin, tmp_path)
+        check_result(argv[:12], res)
+        if must_deny:
+            assert res.exit_code == 1 and '"allowed": false' in res.output, (argv[-4:], res.output[-400:])

@@ -52,6 +52,9 @@ _VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2})(?:$|[-+._])")
 # the repository), so such a tag names no vLLM release.
 _NGC_TAG = re.compile(r"^\d{2}\.\d{2}(?:\.\d+)?(?:-[a-z0-9]+)*$")
 NGC_REGISTRY = "nvcr.io/"
+# Images of wrappers around vLLM tagged with the wrapper's own release: NVIDIA Dynamo's runtimes
+# (nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0 is Dynamo 0.4.0) and KServe's Hugging Face server
+_WRAPPER_IMAGES = ("ai-dynamo/", "huggingfaceserver")
 
 
 def ngc_tag(image: str) -> bool:
@@ -69,6 +72,8 @@ def image_release(image: str) -> tuple[str | None, str]:
     tag = last.partition(":")[2]
     if not tag:
         return None, "latest"
+    if any(w in image.lower() for w in _WRAPPER_IMAGES) and not _VLLM_IN_TAG.search(tag):
+        return None, tag  # the wrapper's own release (Dynamo 1.3.1), not the vLLM inside
     m = _VLLM_IN_TAG.search(tag)
     if m is None and "vllm" in image.lower() and not ngc_tag(image):
         m = _VERSION_TAG.match(tag)
@@ -419,6 +424,10 @@ def apply_tokens(server: Server, tokens: list[Token]) -> None:
     version = flag_table_release(server.image, server.env)
     server.flags_release = version
     server.basis.setdefault("release", release_basis(server.image, server.env))
+    at = shell_script_at([t.text for t in tokens]) if tokens and "-" in tokens[min(1, len(tokens) - 1)].text else None
+    if at is not None:  # a format's raw command + args that are a `sh -c` script (a Dynamo service's [/bin/sh, -c])
+        inner = shell_tokens(tokens[at].text, tokens[at].loc, ">", script=True, env=server.env)
+        tokens = (inner or []) + list(tokens[at + 2:])
     tokens = _without_unresolved(server, list(tokens), version)
     for i, t in enumerate(tokens):  # not a memory flag, but it may name the model a container path holds
         opt, eq, val = t.text.partition("=")

@@ -264,3 +264,39 @@ def test_hostile_json_value_in_estimate_exits_2():
     res = CliRunner().invoke(cli, ["estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "l4", "--",
                                    "vllm", "serve", "Qwen/Qwen3-8B", "--speculative-config", "[" * 5000])
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+
+
+DYNAMO_SHELL = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: d}
+spec:
+  services:
+    VllmWorker:
+      componentType: worker
+      resources: {limits: {gpu: "1"}}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0
+          command: [/bin/sh, -c]
+          args:
+            - "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --is-decode-worker --dyn-tool-call-parser hermes
+              --max-model-len 4096"
+"""
+
+
+def test_dynamo_graph_shell_service_reads_the_model_not_the_shell():
+    """issue 26: a DynamoGraphDeployment service with `command: [/bin/sh, -c]` read its model as /bin/sh, and its
+    image tag (Dynamo's release) as vLLM 0.4.0."""
+    report = _check(DYNAMO_SHELL)
+    [server] = report.servers
+    assert server.model == "Qwen/Qwen3-0.6B" and server.flags["max_model_len"] == 4096
+    assert not [f for f in report.findings if f.rule in ("unknown-flag", "invalid-flag", "release-not-modelled")]
+
+
+def test_wrapper_image_tags_name_the_wrappers_release_not_vllms():
+    from configurator.lint.extract import image_release
+
+    assert image_release("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0")[0] is None
+    assert image_release("kserve/huggingfaceserver:v0.15.2")[0] is None
+    assert image_release("vllm/vllm-openai:v0.11.0")[0] == "0.11.0"
