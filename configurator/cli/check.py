@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from configurator.cli.common import complete_gpu
 from configurator.errors import ExitCode, InputError
 
 FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
@@ -179,8 +180,10 @@ def _pairs(formats: Sequence[str], outputs: Sequence[str]) -> list[tuple[str, st
 
 @click.command("check", cls=_CheckCommand)
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--gpu", default=None, help="GPU assumed when a manifest does not say (name, alias or label value).")
+@click.option("--gpu", default=None, shell_complete=complete_gpu,
+              help="GPU assumed when a manifest does not say (name, alias or label value).")
 @click.option("--model-config", "model_config", multiple=True, type=click.Path(file_okay=False),
+              metavar="NAME=PATH|FOLDER",
               help="Folder of local config.json files for models that are not built in, or NAME=PATH: the "
                    "config.json, model folder or catalog id for a served name or container path (`/models/llama="
                    "./llama/config.json`; added to `models:` of the config file). Repeatable.")

@@ -91,9 +91,11 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
                                other_bytes=0 if kv_flag else budget.other_bytes, kv_cache_bytes=available,
                                **feature_fields(budget)),
         kv_cache=info, errors=errors,
-        vllm_log=messages.startup_log(inp.b.log_style, weights_bytes=None if kv_flag else budget.weights_bytes,
-                                      available_bytes=available, tokens=cap.num_tokens if cap.num_blocks else None,
-                                      max_model_len=max_len, max_concurrency=cap.max_concurrency),
+        # weights larger than the free memory: vLLM dies loading them and logs none of these lines
+        vllm_log=[] if budget.weights_oom else messages.startup_log(
+            inp.b.log_style, weights_bytes=None if kv_flag else budget.weights_bytes, available_bytes=available,
+            tokens=cap.num_tokens if cap.num_blocks else None, max_model_len=max_len,
+            max_concurrency=cap.max_concurrency),
         warnings=warnings, derivation=derivation)
 
 

@@ -11,7 +11,9 @@ def _gib(b: int) -> str:
     return f"{b / GiB:.2f} GiB"
 
 
-def render(r, stream: IO[str]) -> None:
+def render(r, stream: IO[str], next_steps: list[str] | None = None) -> None:
+    """The verdict first; a refusal then gives vLLM's reason and what to change (`next_steps`, each checked
+    by estimating again) before the figures."""
     from rich.console import Console
     from rich.text import Text
 
@@ -29,11 +31,20 @@ def render(r, stream: IO[str]) -> None:
                    f"{' x ' + str(r.gpu.count) if r.gpu.count > 1 else ''}, vLLM {r.vllm_version}",
                    style="bold"))
     con.print(verdict)
+    for e in r.errors:  # the reason leads: vLLM's own words
+        con.print(Text(f"vLLM: {e}", style="red"))
+    if next_steps:
+        con.print()
+        con.print(Text("What to change (each checked by estimating again):", style="bold"))
+        for step in next_steps:
+            con.print(f"  {step}")
     con.print()
     con.print(Text("What vLLM would log (per GPU):", style="bold"))
+    if not r.vllm_log:
+        con.print("  no memory line: vLLM fails while loading the weights, before it measures memory")
     for line in r.vllm_log:
         con.print(f"  {line}")
-    if r.kv_cache_bytes_low is not None and r.kv_cache_bytes_high != r.kv_cache_bytes_low:
+    if r.vllm_log and r.kv_cache_bytes_low is not None and r.kv_cache_bytes_high != r.kv_cache_bytes_low:
         con.print(f"  (available KV cache memory between {_gib(r.kv_cache_bytes_low)} and "
                   f"{_gib(r.kv_cache_bytes_high)})")
     con.print()
@@ -70,10 +81,6 @@ def render(r, stream: IO[str]) -> None:
         con.print()
         for w in r.warnings:
             con.print(Text(f"warning: {w}", style="yellow"))
-    if r.errors:
-        con.print()
-        for e in r.errors:
-            con.print(Text(f"vLLM: {e}", style="red"))
 
 
 def _bar(con, m, width: int = 60) -> None:
