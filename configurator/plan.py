@@ -103,7 +103,8 @@ class PlanResult(BaseModel):
     estimate: EstimateResult | None = Field(description="estimate for exactly these flags")
     capacity: Capacity | None
     reasons: list[Reason]
-    summary: str = Field(description="'we can only batch N requests because ...'")
+    summary: str = Field(description="'The KV pool holds N requests of T tokens at once ..., against a target of "
+                                     "M: it is ... GiB per GPU after ...'")
     alternatives: list[Alternative]
     remedies: list[Remedy]
     shortfall_bytes: int = Field(0, description="KV memory missing to carry the workload (infeasible plans)")

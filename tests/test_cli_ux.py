@@ -29,7 +29,8 @@ def _commands():
 # ---- next steps -----------------------------------------------------------------------------------------------
 
 def _steps(text: str) -> list[str]:
-    block = text.split("What to change (each checked by estimating again):\n", 1)[1].split("\n\n", 1)[0]
+    head = "What to change (each checked by estimating again unless it says not):\n"
+    block = text.split(head, 1)[1].split("\n\n", 1)[0]
     return [line.strip() for line in block.splitlines()]
 
 
@@ -68,6 +69,23 @@ def test_kv_refusal_keeps_vllms_log_and_offers_fp8_kv_and_a_shorter_context(run_
     assert length.startswith("--max-model-len 20480 ")  # a value vLLM reads (no thousands separator)
     assert run_cli(*args, "--kv-cache-dtype", "fp8").exit_code == 0
     assert run_cli(*args[:-4], "--max-num-seqs", "4", "--max-model-len", "20480").exit_code == 0
+
+
+def test_weights_beyond_a_node_say_how_many_gpus_they_need(run_cli):
+    res = run_cli("estimate", "--model", "deepseek-ai/DeepSeek-V3", "--gpu", "l4")
+    assert res.exit_code == 1
+    (step,) = _steps(res.stdout)  # an fp8 checkpoint, and 8 L4s are too few: no checked change
+    m = re.search(r"the weights alone need at least (\d+) of these \(([\d,.]+) GiB against ([\d.]+) GiB each", step)
+    assert m and int(m.group(1)) == -(-float(m.group(2).replace(",", "")) // float(m.group(3)))
+    assert "plan deepseek-ai/DeepSeek-V3 --gpu l4 --gpus N" in step and "not checked" in step
+
+
+def test_a_low_utilization_is_named_even_when_it_was_given(run_cli):
+    args = ("estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "h100-80gb", "--gpu-memory-utilization", "0.1")
+    res = run_cli(*args)
+    assert res.exit_code == 1
+    assert _steps(res.stdout)[0].startswith("--gpu-memory-utilization 0.95 ")
+    assert run_cli(*args[:-1], "0.95").exit_code == 0
 
 
 def test_a_fitting_estimate_has_no_next_steps(run_cli):
@@ -182,7 +200,7 @@ def test_model_config_folder_or_name_path_on_estimate_plan_and_check(run_cli, tm
 
 def test_the_release_range_is_stated_once_and_true():
     want = f"{OLDEST.rsplit('.', 1)[0]} to {NEWEST.rsplit('.', 1)[0]}"
-    for name in ("estimate", "plan"):
+    for name in ("estimate", "plan", "check", "calibrate"):
         opt = next(p for p in cli.commands[name].params if "--vllm-version" in p.opts)
         assert want in opt.help, name
     readme = (ROOT / "README.md").read_text()

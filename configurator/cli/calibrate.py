@@ -30,7 +30,8 @@ def _read_log(path: str) -> tuple[str, str]:
               help="GPU of the logged run (default: the total memory the log prints).")
 @click.option("--gpu-memory", "--gpu_memory", "gpu_memory", help="GPU memory as CUDA reports it, e.g. 79.18GiB.")
 @click.option("--vllm-version", "--vllm_version", "vllm_version", default=None,
-              help="vLLM release of the run (default: the version the log prints).")
+              help=f"vLLM release of the run (default: the version the log prints; {common.release_range()} are "
+                   "predicted, older ones read).")
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
               help="Calibration file to write (.yaml or .json); default: <log name>.calibration.yaml.")
 @click.option("--out", "out_alias", type=click.Path(dir_okay=False), default=None, hidden=True,

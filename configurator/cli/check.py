@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from configurator.cli.common import complete_gpu
+from configurator.cli.common import complete_gpu, release_range
 from configurator.errors import ExitCode, InputError
 
 FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
@@ -189,7 +189,7 @@ def _pairs(formats: Sequence[str], outputs: Sequence[str]) -> list[tuple[str, st
                    "./llama/config.json`; added to `models:` of the config file). Repeatable.")
 @click.option("--workload", default=None, help="Workload whose target concurrency must fit (name or file).")
 @click.option("--vllm-version", "--vllm_version", "vllm_version", default=None,
-              help="vLLM release assumed when an image tag does not name one.")
+              help=f"vLLM release assumed when an image tag does not name one ({release_range()}).")
 @click.option("--config", "config_path", default=None,
               help="Config file (default: the nearest .vllm-configurator.yaml or .yml from the first path up).")
 @click.option("--format", "formats", type=click.Choice(FORMAT_NAMES), multiple=True,

@@ -39,13 +39,14 @@ MODEL_CONFIG_HELP = ("NAME=PATH: the config.json, model folder or catalog id for
 FORMAT_HELP = "Report format: text, or JSON on standard output (an error that exits 2 is {\"error\": ...} then)"
 
 
-def _release_range() -> str:
+def release_range() -> str:
+    """The modelled releases, from configurator/vllm/versions.py: '0.8 to 0.33'."""
     from configurator.vllm.versions import NEWEST, OLDEST
 
     return f"{OLDEST.rsplit('.', 1)[0]} to {NEWEST.rsplit('.', 1)[0]}"
 
 
-VLLM_VERSION_HELP = (f"vLLM release whose behaviour to model: {_release_range()} (`latest`: the newest modelled); "
+VLLM_VERSION_HELP = (f"vLLM release whose behaviour to model: {release_range()} (`latest`: the newest modelled); "
                      "older releases (V0 engine) are named, not predicted.")
 
 

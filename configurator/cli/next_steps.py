@@ -38,10 +38,10 @@ def estimate_next_steps(req, result) -> list[str]:
     f, out = result.flags, []
     weights_oom = not result.vllm_log  # vLLM logs no memory line when it dies loading the weights
     if not weights_oom:
-        if f.get("kv_cache_dtype") in (None, "auto") and "kv_cache_dtype" not in req.flags \
+        if not str(f.get("kv_cache_dtype") or "auto").startswith("fp8") \
                 and (r := _fits(req, kv_cache_dtype="fp8")):
             out.append(f"--kv-cache-dtype fp8 (half the KV bytes per token): then {_holds(r)}")
-        if "gpu_memory_utilization" not in req.flags and (f.get("gpu_memory_utilization") or 1) < _UTIL \
+        if (f.get("gpu_memory_utilization") or 1) < _UTIL and "kv_cache_memory_bytes" not in req.flags \
                 and (r := _fits(req, gpu_memory_utilization=_UTIL)):
             out.append(f"--gpu-memory-utilization {_UTIL} (if nothing else uses the GPU): then {_holds(r)}")
         length = f.get("max_model_len") or 0
@@ -83,4 +83,11 @@ def estimate_next_steps(req, result) -> list[str]:
     if weights_oom and not quantized:
         out.append("a quantized checkpoint of the model (AWQ, GPTQ, FP8: a quarter to half of the weight bytes; "
                    "estimate it by its own id; not checked here)")
+    if weights_oom and not out:  # nothing within one node of these GPUs: say how many the weights alone need
+        m = result.memory
+        need = -(-m.weights_bytes * n // max(m.requested_bytes, 1))
+        out.append(f"more GPUs than one node of 8: the weights alone need at least {need} of these "
+                   f"({m.weights_bytes * n / GiB:,.2f} GiB against {m.requested_bytes / GiB:.2f} GiB each; "
+                   f"`vllm-configurator plan {result.model.name} --gpu {result.gpu.name or 'GPU'} --gpus N` "
+                   f"chooses the tensor and pipeline parallelism; not checked here)")
     return out

@@ -35,7 +35,7 @@ def render(r, stream: IO[str], next_steps: list[str] | None = None) -> None:
         con.print(Text(f"vLLM: {e}", style="red"))
     if next_steps:
         con.print()
-        con.print(Text("What to change (each checked by estimating again):", style="bold"))
+        con.print(Text("What to change (each checked by estimating again unless it says not):", style="bold"))
         for step in next_steps:
             con.print(f"  {step}")
     con.print()
