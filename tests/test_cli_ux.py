@@ -51,9 +51,11 @@ def test_weights_oom_leads_with_the_reason_and_checked_remedies(run_cli, estimat
     assert any(s.startswith("--tensor-parallel-size 2 ") for s in steps), steps
     assert any(s.startswith("--gpu ") and "a larger GPU" in s for s in steps), steps
     assert any(s.startswith("a quantized checkpoint") for s in steps), steps
+    # an A10G has no FP8 hardware, yet vLLM runs -q fp8 weight-only through Marlin: offered, marked at risk here
+    assert any(s.startswith("-q fp8 ") and "at risk" in s for s in steps), steps
     # each flag suggested is one that starts: estimating again with it exits 0
     for s in steps:
-        if s.startswith("--"):
+        if s.startswith("-"):
             flag, value = s.split(" (")[0].split()
             assert run_cli(*PHI4_A10G, flag, value).exit_code == 0, s
 

@@ -127,7 +127,6 @@ def model_spec(name: str, model_configs: tuple[str, ...] = (), revision: str | N
     return r.spec
 
 
-
 def gpu_note(gpu: str | None) -> None:
     """Say which GPU an ambiguous alias picked (`--gpu a100` -> a100-80gb)."""
     if gpu:

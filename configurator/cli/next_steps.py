@@ -25,8 +25,9 @@ def _fits(req, **flags):
 
 
 def _holds(r) -> str:
+    risk = "; at risk: within the prediction's error band" if r.verdict == "at-risk" else ""
     return (f"{r.kv_cache.max_concurrency:.2f} requests of {r.flags['max_model_len']:,} tokens fit "
-            f"({r.kv_cache.tokens:,} tokens of KV cache)")
+            f"({r.kv_cache.tokens:,} tokens of KV cache{risk})")
 
 
 def estimate_next_steps(req, result) -> list[str]:
@@ -59,7 +60,10 @@ def estimate_next_steps(req, result) -> list[str]:
         except ConfiguratorError:
             gpu = None
     quantized = bool(f.get("quantization"))
-    if not quantized and gpu is not None and gpu.fp8 and (r := _fits(req, quantization="fp8")):
+    # vLLM quantizes to fp8 at load; a GPU without FP8 hardware from compute capability 8.0 runs them weight-only
+    # through Marlin (vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py: is_fp8_marlin_supported is
+    # has_device_capability(80)): the estimate says where that starts, so it is tried on every GPU
+    if not quantized and (r := _fits(req, quantization="fp8")):
         out.append(f"-q fp8 (fp8 weights, about half the bytes of 16-bit ones): then {_holds(r)}")
     n = (f.get("tensor_parallel_size") or 1) * (f.get("pipeline_parallel_size") or 1)
     if "pipeline_parallel_size" not in req.flags or n == 1:
