@@ -17,6 +17,7 @@ from click.shell_completion import ShellComplete
 
 from configurator.cli.main import cli
 from configurator.vllm.versions import NEWEST, OLDEST
+from tests.admission.test_audit import api  # noqa: F401  (the recorded cluster fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 PHI4_A10G = ("estimate", "--model", "microsoft/phi-4", "--gpu", "a10g")
@@ -176,11 +177,18 @@ def test_output_is_dash_o_everywhere_and_calibrate_keeps_out(run_cli, tmp_path):
         assert res.exit_code == 0 and out.is_file(), (spelling, res.output)
 
 
-def test_audit_takes_the_formats_of_check():
+def test_audit_takes_the_formats_of_check(api, run_cli, monkeypatch):  # noqa: F811 (a fixture)
     from configurator.cli.check import FORMAT_NAMES
 
     fmt = next(p for p in cli.commands["audit"].params if p.name == "fmt")
     assert tuple(fmt.type.choices) == FORMAT_NAMES and "junit" in fmt.help
+    monkeypatch.setenv("KUBECONFIG", str(api[0]))  # a recorded cluster (tests/admission/test_audit.py)
+    res = run_cli("audit", "--format", "junit")
+    assert res.exit_code == 1 and res.stdout.startswith("<?xml") and "<testsuite" in res.stdout
+    import xml.etree.ElementTree as ET
+
+    failures = ET.fromstring(res.stdout).iter("failure")
+    assert next(failures, None) is not None  # the error findings `--format json` reports
 
 
 def test_model_config_folder_or_name_path_on_estimate_plan_and_check(run_cli, tmp_path):
