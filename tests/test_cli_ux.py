@@ -133,6 +133,17 @@ def test_options_and_the_serve_command_must_agree(run_cli):
     assert ok.exit_code == 0, ok.stderr
 
 
+def test_calibrate_refuses_two_models_too(run_cli, tmp_path):
+    log = tmp_path / "vllm.log"
+    log.write_text("INFO 08-21 10:11:10 [api_server.py:1] vLLM API server version 0.28.0\n"
+                   "(EngineCore_DP0 pid=7) INFO 08-21 10:11:12 [gpu_worker.py:1] Available KV cache memory: "
+                   "11.57 GiB\n")
+    res = run_cli("calibrate", str(log), "--gpu", "l40s", "--model", "Qwen/Qwen3-14B", "-o", str(tmp_path / "c.yaml"),
+                  "--", "vllm", "serve", "Qwen/Qwen3-8B")
+    assert res.exit_code == 2 and "--model Qwen/Qwen3-14B" in res.stderr and "vllm serve Qwen/Qwen3-8B" in res.stderr
+    assert not (tmp_path / "c.yaml").exists()
+
+
 def test_a_vllm_option_before_the_double_dash_says_where_it_goes(run_cli):
     res = run_cli("estimate", "--gpu", "l4", "--mm-processor-cache-gb", "8")
     assert res.exit_code == 2

@@ -58,6 +58,10 @@ def calibrate_cmd(log, model, gpu, gpu_memory, vllm_version, out, out_alias, for
         from configurator.vllm.flags import parse_serve_args
 
         extra, _ = parse_serve_args(list(serve_command))
+        if model and extra.get("model") not in (None, model):  # as `estimate`: two models is an error naming both
+            from configurator.errors import InputError
+
+            raise InputError(f"--model {model} and `vllm serve {extra['model']}` after `--` disagree; give one")
     report = calibrate_from_log(parsed, source=source, model=model or extra.pop("model", None), gpu=gpu,
                                 gpu_memory=gpu_memory, vllm_version=vllm_version, flags=extra)
     path = Path(out) if out else Path(Path(source).name if source != "<stdin>" else "vllm").with_suffix(
