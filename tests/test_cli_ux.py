@@ -69,9 +69,14 @@ def test_kv_refusal_keeps_vllms_log_and_offers_fp8_kv_and_a_shorter_context(run_
     steps = _steps(res.stdout)
     assert steps[0].startswith("--kv-cache-dtype fp8 ")
     length = next(s for s in steps if s.startswith("--max-model-len"))
-    assert length.startswith("--max-model-len 20480 ")  # a value vLLM reads (no thousands separator)
+    # the longest multiple of 1,024 that starts, written as vLLM reads it (no thousands separator), and below the
+    # estimated maximum model length vLLM's own refusal names
+    longest = int(length.split()[1])
+    vllm_says = int(re.search(r"estimated maximum model length is (\d+)", res.stdout).group(1))
+    assert longest % 1024 == 0 and longest <= vllm_says < longest + 1024
     assert run_cli(*args, "--kv-cache-dtype", "fp8").exit_code == 0
-    assert run_cli(*args[:-4], "--max-num-seqs", "4", "--max-model-len", "20480").exit_code == 0
+    assert run_cli(*args[:-4], "--max-num-seqs", "4", "--max-model-len", str(longest)).exit_code == 0
+    assert run_cli(*args[:-4], "--max-num-seqs", "4", "--max-model-len", str(longest + 1024)).exit_code == 1
 
 
 def test_weights_beyond_a_node_say_how_many_gpus_they_need(run_cli):
@@ -81,6 +86,13 @@ def test_weights_beyond_a_node_say_how_many_gpus_they_need(run_cli):
     m = re.search(r"the weights alone need at least (\d+) of these \(([\d,.]+) GiB against ([\d.]+) GiB each", step)
     assert m and int(m.group(1)) == -(-float(m.group(2).replace(",", "")) // float(m.group(3)))
     assert "plan deepseek-ai/DeepSeek-V3 --gpu l4 --gpus N" in step and "not checked" in step
+
+
+def test_fp8_weights_are_not_offered_below_compute_capability_8(run_cli):
+    res = run_cli("estimate", "--model", "Qwen/Qwen3-8B", "--gpu", "t4", "--dtype", "half")
+    assert res.exit_code == 1 and "CUDA out of memory while loading" in res.stdout
+    steps = _steps(res.stdout)
+    assert steps and not any(s.startswith("-q fp8") for s in steps)  # vLLM's fp8 Marlin needs 8.0
 
 
 def test_a_low_utilization_is_named_even_when_it_was_given(run_cli):

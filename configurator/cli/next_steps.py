@@ -30,6 +30,13 @@ def _holds(r) -> str:
             f"({r.kv_cache.tokens:,} tokens of KV cache{risk})")
 
 
+def _capability(gpu) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in str(gpu.compute_capability).split("."))
+    except ValueError:
+        return (0,)
+
+
 def estimate_next_steps(req, result) -> list[str]:
     """Changes that make a refused estimate start, cheapest first, each with what the pool then holds."""
     from configurator.hardware.catalog import list_gpus
@@ -38,19 +45,6 @@ def estimate_next_steps(req, result) -> list[str]:
         return []
     f, out = result.flags, []
     weights_oom = not result.vllm_log  # vLLM logs no memory line when it dies loading the weights
-    if not weights_oom:
-        if not str(f.get("kv_cache_dtype") or "auto").startswith("fp8") \
-                and (r := _fits(req, kv_cache_dtype="fp8")):
-            out.append(f"--kv-cache-dtype fp8 (half the KV bytes per token): then {_holds(r)}")
-        if (f.get("gpu_memory_utilization") or 1) < _UTIL and "kv_cache_memory_bytes" not in req.flags \
-                and (r := _fits(req, gpu_memory_utilization=_UTIL)):
-            out.append(f"--gpu-memory-utilization {_UTIL} (if nothing else uses the GPU): then {_holds(r)}")
-        length = f.get("max_model_len") or 0
-        for frac in (2, 4, 8, 16):
-            shorter = length // frac // 1024 * 1024
-            if shorter >= 1024 and (r := _fits(req, max_model_len=shorter)):
-                out.append(f"--max-model-len {shorter} (the longest request vLLM then accepts): then {_holds(r)}")
-                break
     gpu = None
     if result.gpu.name:
         from configurator.hardware.catalog import find_gpu
@@ -59,11 +53,30 @@ def estimate_next_steps(req, result) -> list[str]:
             gpu = find_gpu(result.gpu.name)
         except ConfiguratorError:
             gpu = None
+    if not weights_oom:
+        fp8_kv = getattr(gpu, "fp8_kv", "native") != "unsupported"
+        if fp8_kv and not str(f.get("kv_cache_dtype") or "auto").startswith("fp8") \
+                and (r := _fits(req, kv_cache_dtype="fp8")):
+            out.append(f"--kv-cache-dtype fp8 (half the KV bytes per token): then {_holds(r)}")
+        if (f.get("gpu_memory_utilization") or 1) < _UTIL and "kv_cache_memory_bytes" not in req.flags \
+                and (r := _fits(req, gpu_memory_utilization=_UTIL)):
+            out.append(f"--gpu-memory-utilization {_UTIL} (if nothing else uses the GPU): then {_holds(r)}")
+        # the longest multiple of 1,024 tokens below the refused length that starts (a search: the pool a
+        # length leaves only grows as the length shrinks)
+        lo, hi, best = 1, ((f.get("max_model_len") or 0) - 1) // 1024, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if r := _fits(req, max_model_len=mid * 1024):
+                lo, best = mid + 1, (mid * 1024, r)
+            else:
+                hi = mid - 1
+        if best is not None:
+            out.append(f"--max-model-len {best[0]} (the longest request vLLM then accepts): then {_holds(best[1])}")
     quantized = bool(f.get("quantization"))
     # vLLM quantizes to fp8 at load; a GPU without FP8 hardware from compute capability 8.0 runs them weight-only
     # through Marlin (vllm/model_executor/layers/quantization/utils/marlin_utils_fp8.py: is_fp8_marlin_supported is
     # has_device_capability(80)): the estimate says where that starts, so it is tried on every GPU
-    if not quantized and (r := _fits(req, quantization="fp8")):
+    if not quantized and gpu is not None and _capability(gpu) >= (8, 0) and (r := _fits(req, quantization="fp8")):
         out.append(f"-q fp8 (fp8 weights, about half the bytes of 16-bit ones): then {_holds(r)}")
     n = (f.get("tensor_parallel_size") or 1) * (f.get("pipeline_parallel_size") or 1)
     if "pipeline_parallel_size" not in req.flags or n == 1:
