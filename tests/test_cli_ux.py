@@ -48,6 +48,10 @@ def test_weights_oom_leads_with_the_reason_and_checked_remedies(run_cli, estimat
     assert "no memory line: vLLM fails while loading the weights" in text
     _, r = estimate_json(*PHI4_A10G[1:])
     assert r["vllm_log"] == [] and r["memory"]["kv_cache_bytes"] < 0
+    from configurator.report.estimate_text import WEIGHTS_OOM
+    from configurator.vllm import messages
+
+    assert messages.weights_oom(1 << 30, 1 << 29, 1, 1).startswith(WEIGHTS_OOM)  # the text the renderer keys on
     steps = _steps(text)
     assert any(s.startswith("--tensor-parallel-size 2 ") for s in steps), steps
     assert any(s.startswith("--gpu ") and "a larger GPU" in s for s in steps), steps

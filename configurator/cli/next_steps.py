@@ -44,7 +44,9 @@ def estimate_next_steps(req, result) -> list[str]:
     if result.fits or result.not_modelled:
         return []
     f, out = result.flags, []
-    weights_oom = not result.vllm_log  # vLLM logs no memory line when it dies loading the weights
+    from configurator.report.estimate_text import dies_loading
+
+    weights_oom = dies_loading(result)
     gpu = None
     if result.gpu.name:
         from configurator.hardware.catalog import find_gpu

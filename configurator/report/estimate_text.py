@@ -6,6 +6,15 @@ from typing import IO
 
 from configurator.units import GiB, human_bytes
 
+# the start of vLLM's error when the weights alone exceed the free memory (configurator/vllm/messages.py weights_oom)
+WEIGHTS_OOM = "CUDA out of memory while loading the model"
+
+
+def dies_loading(r) -> bool:
+    """vLLM would die loading the weights: it logs no memory line, and only more memory per GPU or fewer weight
+    bytes help."""
+    return any(e.startswith(WEIGHTS_OOM) for e in r.errors)
+
 
 def _gib(b: int) -> str:
     return f"{b / GiB:.2f} GiB"
@@ -41,7 +50,8 @@ def render(r, stream: IO[str], next_steps: list[str] | None = None) -> None:
     con.print()
     con.print(Text("What vLLM would log (per GPU):", style="bold"))
     if not r.vllm_log:
-        con.print("  no memory line: vLLM fails while loading the weights, before it measures memory")
+        con.print("  no memory line: " + ("vLLM fails while loading the weights, before it measures memory"
+                                          if dies_loading(r) else "this release logs none for these flags"))
     for line in r.vllm_log:
         con.print(f"  {line}")
     if r.vllm_log and r.kv_cache_bytes_low is not None and r.kv_cache_bytes_high != r.kv_cache_bytes_low:
