@@ -60,7 +60,8 @@ def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_use
 
       vllm-configurator estimate --gpu l4 -- vllm serve Qwen/Qwen3-8B --max-model-len 32768
 
-    Exit 0 when it fits, 1 when vLLM would refuse to start, 2 for bad input.
+    Exit 0 when it fits, 1 when vLLM would refuse to start, 2 for bad input, 3 when nothing is predicted
+    (no GPU named, or vLLM would run its V0 engine).
     """
     from configurator.cli import common
     from configurator.estimate import EstimateRequest, estimate
@@ -100,4 +101,6 @@ def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_use
     if unmodelled:
         result = result.model_copy(update={"warnings": [*unmodelled, *result.warnings]})
     common.gpu_note(gpu)
-    common.finish(lambda: ESTIMATE_FORMATS[fmt](result, sys.stdout), ExitCode.OK if result.fits else ExitCode.FAIL)
+    code = ExitCode.NOT_PREDICTED if result.verdict == "not-predicted" else \
+        ExitCode.OK if result.fits else ExitCode.FAIL
+    common.finish(lambda: ESTIMATE_FORMATS[fmt](result, sys.stdout), code)

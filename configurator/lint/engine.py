@@ -86,7 +86,7 @@ class ServerReport(BaseModel):
     vllm_version: str
     vllm_version_source: str = Field("", description="where the release came from (image tag, --vllm-version, ...)")
     flags: dict[str, Any]
-    verdict: Literal["fits", "at-risk", "refused", "not-checked"]
+    verdict: Literal["fits", "at-risk", "refused", "not-predicted", "not-checked"]
     kv_cache_bytes: int | None = None
     kv_cache_bytes_low: int | None = None
     kv_cache_bytes_high: int | None = None
@@ -321,7 +321,7 @@ def _catalog_fit(model: Any, version: str, flags: dict, cache: dict) -> CatalogF
             refused.append(gpu)
             continue
         v = verdict_of(r)
-        (fits if v == "fits" else risky if v == "at-risk" else refused).append(gpu)
+        (fits if v == "fits" else risky if v in ("at-risk", "not-predicted") else refused).append(gpu)
         if r.kv_cache.blocks_per_request > 0:
             needs.append((gpu.total_bytes, needed_bytes_per_gpu(r)))
     # the figure of the smallest GPU it fits on (defaults that depend on the GPU are then the ones it gets),
