@@ -445,6 +445,11 @@ def _reasons(model: ModelSpec, req: PlanRequest, final: _Candidate, status: str,
         if tried:
             why += f" ({', '.join(_layout(*o) for o in tried)} carried less)"
         reasons.append(Reason(flag="tensor_parallel_size", value=final.tp, why=why))
+    if res.flags.get("enable_expert_parallel"):
+        refusal = block_shape_refusal(model, {}, final.tp)
+        reasons.append(Reason(flag="enable_expert_parallel", value=True, why=(
+            f"at tensor parallel {final.tp} without it vLLM refuses to load the block-quantized experts "
+            f"(\"{refusal}\"); expert parallelism keeps whole experts on each GPU")))
     return reasons
 
 

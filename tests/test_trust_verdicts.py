@@ -107,6 +107,7 @@ def test_plan_never_emits_a_layout_vllm_refuses_to_load():
     assert p.flags["tensor_parallel_size"] * p.flags["pipeline_parallel_size"] == 8
     assert p.flags["tensor_parallel_size"] != 8 or p.flags.get("enable_expert_parallel") is True
     assert "--enable-expert-parallel" in p.serve_command
+    assert any(r.flag == "enable_expert_parallel" and "= 192 is not divisible" in r.why for r in p.reasons)
     assert p.estimate.verdict != "refused" and not any("divisible" in e for e in p.estimate.errors)
 
 
