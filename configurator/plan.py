@@ -32,7 +32,7 @@ from configurator.calibration import Calibration
 from configurator.emit.serve import serve_args, serve_command
 from configurator.errors import InputError
 from configurator.estimate import EstimateRequest, EstimateResult, estimate, request_bytes
-from configurator.estimate.loadable import block_shape_refusal
+from configurator.estimate.loadable import block_shape_refusal, removed_architecture
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, list_gpus, newest_release_for, no_kernel_image
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
@@ -466,6 +466,14 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
     shortfall = max(need_n * per_request - res.memory.kv_cache_bytes, 1 << 20)  # a negative pool adds
     reason = res.errors[0] if res.errors else "vLLM would not start"
     arch = no_kernel_image(gpu, version, SUPPORTED)
+    # what stops vLLM before any memory figure matters (configurator/estimate/loadable.py), or no prediction at all
+    before = removed_architecture(model, version) or block_shape_refusal(model, res.flags, best.tp)
+    if before:
+        arch = f"Does not start: {before}"
+    elif res.verdict == "not-predicted":
+        arch = f"Not predicted: {res.not_modelled}"
+    elif arch:
+        arch = f"Does not start: vLLM {version} has no kernels for {gpu.name}: {arch}"
     layouts = ""
     if len(parallel) > 1:
         layouts = (f" No split of the {req.gpus} GPUs starts ({', '.join(_layout(*o) for o in parallel)}); shown is "
@@ -479,8 +487,9 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
             "pipeline_parallel_size", "max_num_batched_tokens")},
         estimate=res, capacity=None, reasons=[], alternatives=[],
         remedies=_remedies(model, gpu, req, best) if with_remedies else [], shortfall_bytes=0 if arch else shortfall,
-        # a release without kernels for the GPU fails before memory matters: no shortfall to report
-        summary=f"Does not start: vLLM {version} has no kernels for {gpu.name}: {arch}" if arch else
+        # a release without kernels for the GPU, a removed architecture, a block-quantized shard vLLM refuses or a
+        # start-up not predicted: no shortfall to report
+        summary=arch if arch else
         (f"Does not fit: vLLM would start with none of the candidates; {format_gib(shortfall)} GiB short per "
          f"GPU for the weights, overheads and the KV cache the workload needs, with {best.kv} KV at "
          f"utilization {best.util:g}: {reason}{layouts}"))

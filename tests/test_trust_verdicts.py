@@ -163,3 +163,14 @@ def test_gpt_oss_20b_dev_log_weights_hold(tmp_path):
                                  flags={"gpu_memory_utilization": rec["gpu_memory_utilization"],
                                         "max_model_len": rec["max_model_len"]}))
     assert abs(r.memory.weights_bytes / GiB - rec["model_loading_gib"]) <= 0.01 * rec["model_loading_gib"]
+
+
+def test_plan_says_why_nothing_starts_before_memory():
+    chat = load_workload("chat")
+    removed = plan(PlanRequest(model=MLLAMA, workload=chat, gpu="h100-80gb", gpus=4, vllm_version="0.11.0"))
+    assert removed.status == "nothing-starts" and removed.shortfall_bytes == 0
+    assert removed.summary.startswith("Does not start: Model architecture MllamaForConditionalGeneration was "
+                                      "supported in vLLM until v0.10.2")
+    v0 = plan(PlanRequest(model="Qwen/Qwen3-8B", workload=chat, gpu="v100-32gb", vllm_version="0.10.1.1"))
+    assert v0.status == "nothing-starts" and v0.shortfall_bytes == 0
+    assert v0.summary.startswith("Not predicted: ") and "V0" in v0.summary and "short" not in v0.summary
