@@ -40,6 +40,11 @@ def test_v0_fallback_is_not_predicted_but_weights_over_the_card_are_refused(run_
                   "--dtype", "float16", "--format", "json")
     out = json.loads(res.stdout)
     assert (out["verdict"], out["fits"], res.exit_code) == ("not-predicted", None, 3)
+    # a release whose default engine is V0 (before 0.8)
+    res = run_cli("estimate", "--model", "Qwen/Qwen2.5-7B", "--gpu", "h100-80gb", "--vllm-version", "0.7.3",
+                  "--format", "json")
+    out = json.loads(res.stdout)
+    assert (out["verdict"], out["fits"], res.exit_code) == ("not-predicted", None, 3)
     # the same V0 release with weights larger than the card: refused, whatever the engine
     res = run_cli("estimate", "--model", "Qwen/Qwen3-32B", "--gpu", "v100-32gb", "--vllm-version", "0.10.1.1",
                   "--dtype", "float16", "--format", "json")
@@ -174,3 +179,14 @@ def test_plan_says_why_nothing_starts_before_memory():
     v0 = plan(PlanRequest(model="Qwen/Qwen3-8B", workload=chat, gpu="v100-32gb", vllm_version="0.10.1.1"))
     assert v0.status == "nothing-starts" and v0.shortfall_bytes == 0
     assert v0.summary.startswith("Not predicted: ") and "V0" in v0.summary and "short" not in v0.summary
+
+
+def test_gpt_oss_120b_triton_on_hopper_keeps_the_scales_until_0_25():
+    # 0.12.0-0.24.0: Triton on SM90 swizzles the scales into new tensors and keeps the checkpoint's (vllm==0.15.0
+    # quantization/mxfp4.py 745-784 deletes only w13_weight / w2_weight); 0.25.0 frees them (oracle/mxfp4.py)
+    kept = estimate(EstimateRequest(model="openai/gpt-oss-120b", gpu="h100-80gb", vllm_version="0.15.0"))
+    # 'Model loading took 64.38 GiB' (Triton on an H100, vLLM issue #33155; data/notes/vllm-memory-notes.md)
+    assert abs(kept.memory.weights_bytes / GiB - 64.38) <= 0.01 * 64.38
+    assert kept.verdict != "fits"
+    freed = estimate(EstimateRequest(model="openai/gpt-oss-120b", gpu="h100-80gb", vllm_version="0.25.0"))
+    assert 3 * GiB < kept.memory.weights_bytes - freed.memory.weights_bytes < 3.6 * GiB

@@ -789,17 +789,42 @@ def mxfp4_backend_alignment(capability: int, version: str = "") -> tuple[int, in
     return 256, 128
 
 
+# the first release whose Triton MXFP4 path frees the checkpoint's block scales once swizzled (fused_moe/oracle/
+# mxfp4.py TRITON_BACKENDS branch, 0.25.0: `del layer.w13_weight_scale`); 0.12.0-0.24.0 delete only the weights
+MXFP4_TRITON_FREES_SCALES_SINCE = "0.25.0"
+
+
+def _pad(x: int, m: int) -> int:
+    return cdiv(x, m) * m
+
+
 def _mxfp4_expert_bytes(p: ParamCounts, tp: int, capability: int, bias: bool = True, version: str = "") -> float:
     """One MoE layer's experts on one TP rank: uint8 e2m1 pairs + one uint8 e8m0 scale per 32
     (Mxfp4MoEMethod.create_weights: w13 [E, 2I, H/2], w2 [E, H, I/2], scales /32), on the padded
     shapes, plus the bf16 biases (w13_bias [E, 2I], w2_bias [E, H]); Marlin's repacking keeps the
-    sizes (marlin_utils_fp4.prepare_moe_mxfp4_layer_for_marlin: scales back to e8m0)."""
+    sizes (marlin_utils_fp4.prepare_moe_mxfp4_layer_for_marlin: scales back to e8m0).
+
+    The Triton path on Hopper re-lays the experts out after loading (vllm==0.15.0 quantization/mxfp4.py lines
+    745-784, utils/mxfp4_utils.py _swizzle_mxfp4; the same in the 0.19.0-0.24.0 oracle): the biases become
+    float32; the weights are swizzled (triton_kernels HopperMXValueLayout: a [M, K] byte matrix padded to 16 x
+    32, the originals deleted); the scales are swizzled into a new tensor (HopperMXScaleLayout, num_warps 8: M
+    padded to 2 x 8 x 2 x 8 = 256, K to 2) while the checkpoint's scales stay registered on the layer until
+    0.25.0 frees them. gpt-oss-120b on one H100: 60.78 GiB of raw shapes + 3.46 GiB of swizzled scales + 0.07
+    GiB of float32 biases = 64.32 GiB, logged 'Model loading took 64.38 GiB' (Triton, vLLM issue #33155;
+    data/notes/vllm-memory-notes.md). Without a release (version ''), only the padded shapes are counted."""
     n, h, inter = p.experts
     ah, ai = mxfp4_backend_alignment(capability, version)
     hp = cdiv(h, ah) * ah
     ip = cdiv(cdiv(inter, tp), ai) * ai
     elements = n * 3 * hp * ip
-    return elements * (0.5 + 1 / MXFP4_BLOCK) + (n * (2 * ip + hp) * 2 if bias else 0)
+    raw_scales = n * 3 * hp * ip / MXFP4_BLOCK
+    if version and (ah, ai) == (1, 64) and 90 <= capability < 100:  # Triton with Hopper layouts, for a release
+        values = n * (_pad(2 * ip, 16) * _pad(hp // 2, 32) + _pad(hp, 16) * _pad(ip // 2, 32))
+        swizzled = n * (_pad(2 * ip, 256) * _pad(cdiv(hp, MXFP4_BLOCK), 2)
+                        + _pad(hp, 256) * _pad(cdiv(ip, MXFP4_BLOCK), 2))
+        kept = raw_scales if version and _key(version) < _key(MXFP4_TRITON_FREES_SCALES_SINCE) else 0
+        return values + swizzled + kept + (n * (2 * ip + hp) * 4 if bias else 0)
+    return elements * 0.5 + raw_scales + (n * (2 * ip + hp) * 2 if bias else 0)
 
 
 def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:
