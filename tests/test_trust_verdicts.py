@@ -190,3 +190,15 @@ def test_gpt_oss_120b_triton_on_hopper_keeps_the_scales_until_0_25():
     assert kept.verdict != "fits"
     freed = estimate(EstimateRequest(model="openai/gpt-oss-120b", gpu="h100-80gb", vllm_version="0.25.0"))
     assert 3 * GiB < kept.memory.weights_bytes - freed.memory.weights_bytes < 3.6 * GiB
+
+
+def test_block_quantized_dense_mlp_shard_not_a_whole_block_is_refused():
+    # fp8_utils.py validate_fp8_block_shape (vllm==0.11.0 lines 750-782): gate/up's per-rank output partition
+    # 25,600 / 16 = 1,600 is not a multiple of block_n 128; TP 8 (3,200 = 25 x 128) loads
+    m = resolve_model("Qwen/Qwen3-32B-FP8")
+    assert block_shape_refusal(m, {}, 16) == ("Weight output_partition_size = 1600 is not divisible by weight "
+                                              "quantization block_n = 128.")
+    assert block_shape_refusal(m, {}, 8) is None
+    assert block_shape_refusal(m, {"enable_expert_parallel": True}, 16) is not None  # EP does not split MLPs
+    # an unquantized checkpoint has no blocks
+    assert block_shape_refusal(resolve_model("Qwen/Qwen3-32B"), {}, 16) is None

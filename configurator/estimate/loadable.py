@@ -79,8 +79,8 @@ def block_shape_refusal(model: ModelSpec, flags: dict[str, Any], tp: int) -> str
     experts' intermediate_size_per_partition % block_n, or (TP > 1) % block_k. That size is
     moe_intermediate_size split over the MoE's tp_size: TP x DP x PCP without --enable-expert-parallel,
     1 with it (FusedMoEParallelConfig.make). Linears: validate_fp8_block_shape (fp8_utils.py, 0.11.0 lines
-    750-782): a column-parallel shard (gate/up, q/k/v) % block_n, a row-parallel one (down, o_proj) %
-    block_k. Qwen3-235B-A22B-FP8 at TP 8: 1,536 / 8 = 192, not a multiple of 128."""
+    750-782): a column-parallel shard (gate/up) % block_n, a row-parallel one (down) % block_k.
+    Qwen3-235B-A22B-FP8 at TP 8: 1,536 / 8 = 192, not a multiple of 128."""
     bs = block_size(model)
     if bs is None:
         return None
@@ -101,25 +101,24 @@ def block_shape_refusal(model: ModelSpec, flags: dict[str, Any], tp: int) -> str
             if tp > 1 and part % bk:
                 return (f"The input_size of down's weight = {part} is not divisible by weight quantization "
                         f"block_k = {bk}.")
-    if tp <= 1:
-        return None
-    cols: list[int] = []  # column-parallel widths split over TP
-    rows: list[int] = []  # row-parallel input widths split over TP
+    # the dense and shared-expert MLPs, as validate_fp8_block_shape sees them: the merged column-parallel gate/up
+    # output partitions, TP split (both checked) or not (TP 1: all but the last), and the row-parallel down
+    # projection's input split over TP
+    merged: list[tuple[list[int], bool]] = []  # (per-rank output partitions, is_tp_split)
+    rows: list[int] = []
     shared = shared_expert_intermediate(c) if n else 0
     for inter in ([model.intermediate_size] if _has_dense_mlp(model) else []) + ([shared] if shared else []):
-        cols.append(inter)
-        rows.append(inter)
-    if not model.is_mla and model.head_dim:
-        cols.append(model.num_attention_heads * model.head_dim)
-        if model.num_kv_heads >= tp:
-            cols.append(model.num_kv_heads * model.head_dim)
-        rows.append(model.num_attention_heads * model.head_dim)
-    for w in cols:
-        if w % tp == 0 and (w // tp) % bn:
-            return (f"Weight output_partition_size = {w // tp} is not divisible by weight quantization "
-                    f"block_n = {bn}.")
+        if inter % tp == 0:
+            merged.append(([inter // tp, inter // tp], tp > 1))
+            rows.append(inter)
+    # the attention projections are left out: models build them their own ways (MiMo-V2's fused q/k/v chunks, a
+    # v_head_dim beside head_dim, MLA's low-rank projections, checkpoints that leave attention unquantized)
+    for parts, split in merged:
+        for w in parts if split else parts[:-1]:
+            if w % bn:
+                return f"Weight output_partition_size = {w} is not divisible by weight quantization block_n = {bn}."
     for w in rows:
-        if w % tp == 0 and (w // tp) % bk:
+        if tp > 1 and w % tp == 0 and (w // tp) % bk:
             return (f"Weight input_size_per_partition = {w // tp} is not divisible by weight quantization "
                     f"block_k = {bk}.")
     return None
