@@ -202,3 +202,34 @@ def test_block_quantized_dense_mlp_shard_not_a_whole_block_is_refused():
     assert block_shape_refusal(m, {"enable_expert_parallel": True}, 16) is not None  # EP does not split MLPs
     # an unquantized checkpoint has no blocks
     assert block_shape_refusal(resolve_model("Qwen/Qwen3-32B"), {}, 16) is None
+
+
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: m}
+spec:
+  selector: {matchLabels: {app: m}}
+  template:
+    metadata: {labels: {app: m}}
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args: ["--model", "MODEL", "--tensor-parallel-size", "4"]
+        resources: {limits: {nvidia.com/gpu: 4}}
+"""
+
+
+def test_check_refuses_a_removed_architecture_and_reports_the_band_basis(run_cli, tmp_path):
+    f = tmp_path / "d.yaml"
+    f.write_text(DEPLOYMENT.replace("MODEL", MLLAMA))
+    res = run_cli("check", str(f), "--format", "json")
+    out = json.loads(res.stdout)
+    assert res.exit_code == 1
+    assert [s["verdict"] for s in out["servers"]] == ["refused"]
+    assert any(x["rule"] == "vllm-refuses" and "was supported in vLLM until v0.10.2" in x["message"]
+               for x in out["findings"])
+    f.write_text(DEPLOYMENT.replace("MODEL", "Qwen/Qwen3-8B"))
+    server = json.loads(run_cli("check", str(f), "--format", "json").stdout)["servers"][0]
+    assert server["verdict"] == "fits" and server["band_basis"].startswith("validated by ")

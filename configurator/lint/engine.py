@@ -90,6 +90,7 @@ class ServerReport(BaseModel):
     kv_cache_bytes: int | None = None
     kv_cache_bytes_low: int | None = None
     kv_cache_bytes_high: int | None = None
+    band_basis: str | None = Field(None, description="what the available-KV band rests on (EstimateResult.band_basis)")
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
     catalog: CatalogReport | None = None
@@ -526,6 +527,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                 kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
                 kv_cache_bytes_low=getattr(result, "kv_cache_bytes_low", None) if result is not None else None,
                 kv_cache_bytes_high=getattr(result, "kv_cache_bytes_high", None) if result is not None else None,
+                band_basis=getattr(result, "band_basis", None) if result is not None else None,
                 kv_cache_tokens=result.kv_cache.tokens if result is not None else None,
                 max_concurrency=result.kv_cache.max_concurrency if result is not None else None,
                 catalog=CatalogReport(needs_bytes_per_gpu=catalog.needs_bytes, fits=[g.name for g in catalog.fits],
