@@ -86,10 +86,11 @@ class ServerReport(BaseModel):
     vllm_version: str
     vllm_version_source: str = Field("", description="where the release came from (image tag, --vllm-version, ...)")
     flags: dict[str, Any]
-    verdict: Literal["fits", "at-risk", "refused", "not-checked"]
+    verdict: Literal["fits", "at-risk", "refused", "not-predicted", "not-checked"]
     kv_cache_bytes: int | None = None
     kv_cache_bytes_low: int | None = None
     kv_cache_bytes_high: int | None = None
+    band_basis: str | None = Field(None, description="what the available-KV band rests on (EstimateResult.band_basis)")
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
     catalog: CatalogReport | None = None
@@ -321,7 +322,7 @@ def _catalog_fit(model: Any, version: str, flags: dict, cache: dict) -> CatalogF
             refused.append(gpu)
             continue
         v = verdict_of(r)
-        (fits if v == "fits" else risky if v == "at-risk" else refused).append(gpu)
+        (fits if v == "fits" else risky if v in ("at-risk", "not-predicted") else refused).append(gpu)
         if r.kv_cache.blocks_per_request > 0:
             needs.append((gpu.total_bytes, needed_bytes_per_gpu(r)))
     # the figure of the smallest GPU it fits on (defaults that depend on the GPU are then the ones it gets),
@@ -526,6 +527,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                 kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
                 kv_cache_bytes_low=getattr(result, "kv_cache_bytes_low", None) if result is not None else None,
                 kv_cache_bytes_high=getattr(result, "kv_cache_bytes_high", None) if result is not None else None,
+                band_basis=getattr(result, "band_basis", None) if result is not None else None,
                 kv_cache_tokens=result.kv_cache.tokens if result is not None else None,
                 max_concurrency=result.kv_cache.max_concurrency if result is not None else None,
                 catalog=CatalogReport(needs_bytes_per_gpu=catalog.needs_bytes, fits=[g.name for g in catalog.fits],

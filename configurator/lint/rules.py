@@ -32,7 +32,8 @@ MEMORY_REFUSALS = ("To serve at least one request", "CUDA out of memory while lo
 
 
 def verdict_of(result: object) -> str:
-    """`fits`, `at-risk` or `refused` (EstimateResult.verdict; a result without one: from `fits`)."""
+    """`fits`, `at-risk`, `refused` or `not-predicted` (EstimateResult.verdict; a result without one: from
+    `fits`)."""
     return getattr(result, "verdict", None) or ("fits" if getattr(result, "fits", False) else "refused")
 
 

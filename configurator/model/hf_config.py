@@ -39,12 +39,16 @@ DSA_LAYER_TYPES = frozenset({"deepseek_sparse_attention", "indexed_attention"})
 # always builds a KimiLinearConfig (model_type kimi_linear, an MLA type for is_deepseek_mla).
 NESTED_TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "kimi_k3": "kimi_linear"}
 
-# Architectures vLLM no longer serves, and the release that dropped them
-# (vllm/model_executor/models/registry.py::_PREVIOUSLY_SUPPORTED_MODELS, 0.33.0).
+# Architectures vLLM no longer serves, and the last release that served them
+# (vllm/model_executor/models/registry.py::_PREVIOUSLY_SUPPORTED_MODELS, 0.33.0; the encoder-decoder entries
+# from 0.11.0's table, which 0.33.0 no longer lists). MotifForCausalLM: 0.33.0 says 0.10.2, but 0.11.0's
+# registry (_TEXT_GENERATION_MODELS) still serves it, so 0.11.0 is the last release known to.
 REMOVED_ARCHITECTURES = {
     "Phi3SmallForCausalLM": "0.9.2",
     "DonutForConditionalGeneration": "0.10.2", "MllamaForConditionalGeneration": "0.10.2",
-    "MotifForCausalLM": "0.10.2", "Phi4FlashForCausalLM": "0.10.2",
+    "BartModel": "0.10.2", "BartForConditionalGeneration": "0.10.2", "MBartForConditionalGeneration": "0.10.2",
+    "Florence2ForConditionalGeneration": "0.10.2",
+    "MotifForCausalLM": "0.11.0", "Phi4FlashForCausalLM": "0.10.2",
     "Phi4MultimodalForCausalLM": "0.12.0",
     "JAISLMHeadModel": "0.22.0",
     "BaiChuanForCausalLM": "0.23.0", "BaichuanForCausalLM": "0.23.0", "BambaForCausalLM": "0.23.0",
@@ -66,6 +70,15 @@ REMOVED_ARCHITECTURES = {
     "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0", "PrithviGeoSpatialMAE": "0.28.0",
     "RWForCausalLM": "0.28.0", "StableLMEpochForCausalLM": "0.28.0",
 }
+
+# Architectures whose vLLM class is SupportsV0Only (vllm==0.10.1.1 model_executor/models/: bart.py, bloom.py,
+# florence2.py, gritlm.py, mllama.py, phi4flash.py, plamo2.py, whisper.py): before 0.11.0 vLLM runs them on
+# its V0 engine (EngineArgs._is_v1_supported_oracle), which is not modelled.
+V0_ONLY_ARCHITECTURES = frozenset({
+    "BartForConditionalGeneration", "MBartForConditionalGeneration", "BloomForCausalLM",
+    "Florence2ForConditionalGeneration", "GritLM", "MllamaForConditionalGeneration", "Phi4FlashForCausalLM",
+    "Plamo2ForCausalLM", "WhisperForConditionalGeneration",
+})
 
 # CONFIG_FIELD_ALIASES["total_num_kv_heads"] (vLLM): first present wins, else MHA.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
@@ -224,7 +237,7 @@ def read_model_spec(
     archs = tuple(config.get("architectures") or raw_text.get("architectures") or ())
     for arch in archs:
         if arch in REMOVED_ARCHITECTURES:
-            notes.append(f"vLLM dropped {arch} in {REMOVED_ARCHITECTURES[arch]} "
+            notes.append(f"vLLM served {arch} until {REMOVED_ARCHITECTURES[arch]} "
                          "(model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS, 0.33.0)")
     cross = cfg.get("cross_attention_layers")
     if isinstance(cross, list) and cross:
