@@ -440,7 +440,7 @@ def _extract_failing_closed(docs: list[Document], release: str | None, out: Any)
     retried file by file, and each file whose extraction still fails is reported (and its servers unchecked)."""
     try:
         return extract_all(docs, release)
-    except Exception:  # noqa: BLE001 - retried per file below, where the cause is reported
+    except Exception:  # retried per file below, where the cause is reported
         pass
     by_file: dict[str, list[Document]] = {}
     for d in docs:
@@ -450,7 +450,7 @@ def _extract_failing_closed(docs: list[Document], release: str | None, out: Any)
     for file_docs in by_file.values():
         try:
             f, u = extract_all(file_docs, release)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # that file fails closed
             out.add(INTERNAL_ERROR, f"internal error reading the servers of this file ({cause(e)}): not checked",
                     file_docs[0].loc(()))
             continue
