@@ -60,14 +60,15 @@ def write_calibration(cal: Calibration, path: Path, *, force: bool = False) -> N
 
 def read_calibration(path: str | Path) -> Calibration:
     p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{p}: cannot read calibration file ({e.strerror})") from None
+    from configurator.safe_io import MAX_SMALL_FILE_BYTES, check_depth, read_text_file
+
+    # bounded: never a FIFO or device, at most MAX_SMALL_FILE_BYTES (configurator/safe_io.py)
+    raw = read_text_file(p, cap=MAX_SMALL_FILE_BYTES, what=f"{p}: calibration file")
     try:
         data = json.loads(raw) if p.suffix == ".json" else yaml.safe_load(raw)
-    except (json.JSONDecodeError, yaml.YAMLError):
+    except (json.JSONDecodeError, yaml.YAMLError, RecursionError):
         raise InputError(f"{p}: calibration file is not valid {'JSON' if p.suffix == '.json' else 'YAML'}") from None
+    check_depth(data, f"{p}: calibration file")
     try:
         return Calibration.model_validate(data)
     except ValidationError as e:

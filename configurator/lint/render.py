@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from configurator.lint.load import EXTENSIONS, Document, Loc, Problem, load, parse_text
+from configurator.lint.load import EXTENSIONS, MAX_FILE_BYTES, Document, Loc, Problem, load, parse_text
 
 RULE = "template-not-rendered"
 CHART_FILE = "Chart.yaml"
@@ -185,9 +185,12 @@ def load_file(path: Path) -> tuple[list[Document], list[Problem]]:
     docs, problems = load([str(path)])
     if not problems or not any(p.message.startswith("not valid YAML") for p in problems):
         return docs, problems
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    from configurator.errors import InputError
+    from configurator.safe_io import read_file
+
+    try:  # bounded, and never a FIFO (load() read it the same way a moment ago)
+        text = read_file(path, cap=MAX_FILE_BYTES).decode("utf-8", errors="replace")
+    except InputError:
         return docs, problems
     token = has_placeholders(text)
     if token is None:
