@@ -48,14 +48,15 @@ class Calibration(BaseModel):
     source: str = Field(description="the log file it came from")
 
 
-def write_calibration(cal: Calibration, path: Path, *, force: bool = False) -> None:
-    """Write YAML (or JSON for *.json); refuses to overwrite an existing file unless forced."""
-    if path.exists() and not force:
-        raise InputError(f"{path} exists; pass --force to replace it (nothing was written)")
+def write_calibration(cal: Calibration, path: Path, *, force: bool = False, inputs: tuple[str, ...] = ()) -> None:
+    """Write YAML (or JSON for *.json) with safe_io.write_output: an existing file is refused unless forced,
+    and one of `inputs` (the log it came from) always."""
+    from configurator.safe_io import write_output
+
     data = cal.model_dump(mode="json")
     text = json.dumps(data, indent=2) + "\n" if path.suffix == ".json" else \
         "# vllm-configurator calibration (schemas/calibration.schema.json)\n" + yaml.safe_dump(data, sort_keys=False)
-    path.write_text(text, encoding="utf-8")
+    write_output(path, text, force=force, inputs=inputs)
 
 
 def read_calibration(path: str | Path) -> Calibration:

@@ -174,16 +174,40 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def input_clash(path: str | Path, inputs: tuple[str | Path, ...], folder_reads: tuple[str, ...] = ()) -> str | None:
+    """Why `path` must not be written by a run that reads `inputs`, or None: it is one of them (the same file,
+    through any link), or it lies inside an input folder where the run reads files ending in `folder_reads`
+    (outside hidden folders, as the folder walk reads them), so that it is, or would next time be, an input."""
+    p = Path(path)
+    real = Path(os.path.realpath(p))
+    for i in inputs:
+        if str(i) == "-":
+            continue
+        ip = Path(i)
+        if _same_file(p, ip):
+            return "is one of this run's inputs"
+        if not folder_reads or not ip.is_dir() or not real.name.lower().endswith(folder_reads):
+            continue
+        try:
+            rel = real.relative_to(os.path.realpath(ip))
+        except ValueError:
+            continue
+        if not any(part.startswith(".") for part in rel.parts[:-1]):
+            return f"is inside the input folder {i}, whose {', '.join(folder_reads)} files this run reads"
+    return None
+
+
 def write_output(path: str | Path, data: str | bytes, *, force: bool = False,
-                 inputs: tuple[str | Path, ...] = ()) -> None:
+                 inputs: tuple[str | Path, ...] = (), folder_reads: tuple[str, ...] = ()) -> None:
     """Write `data` to `path` atomically. Without `force`, an existing path (a dangling symlink
     included) is refused; with it, a symlink is still refused (its target is not ours to replace).
-    A path that is one of the run's `inputs` is always refused."""
+    A path that is one of the run's `inputs`, or a file the run reads inside an input folder (see
+    `input_clash`), is always refused, --force or not."""
     p = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    for i in inputs:
-        if i != "-" and _same_file(p, Path(i)):
-            raise InputError(f"{p}: is one of this run's inputs: not overwritten")
+    clash = input_clash(p, inputs, folder_reads)
+    if clash is not None:
+        raise InputError(f"{p}: {clash}: not overwritten (choose another output path)")
     if p.is_symlink():
         raise InputError(f"{p}: is a symbolic link: not written through (remove it, or choose another path)")
     if p.exists() and not force:
