@@ -114,3 +114,24 @@ def test_a_failing_extraction_is_an_error_for_its_file_only(monkeypatch):
     by_file = {(f.file, f.rule) for f in report.findings if f.severity == "error"}
     assert ("bad.yaml", "internal-error") in by_file
     assert any(file == "good.yaml" and rule != "internal-error" for file, rule in by_file)
+
+
+@pytest.mark.parametrize("command", ["estimate", "check"])
+def test_a_fault_outside_the_evaluation_is_one_line_and_never_exit_0(command, monkeypatch, run_cli, tmp_path):
+    """Whatever raises in a command (here the estimate, or check's whole evaluation), the CLI says so in one line
+    and exits 2: never a traceback, never the exit 0 of a clean run."""
+    def boom(*a, **k):
+        raise RecursionError("maximum recursion depth exceeded")
+    if command == "estimate":
+        import configurator.estimate as est
+
+        monkeypatch.setattr(est, "estimate", boom)
+        args = ["estimate", "--model", "Qwen/Qwen3-0.6B", "--gpu", "L4"]
+    else:
+        monkeypatch.setattr(engine, "evaluate", boom)
+        f = tmp_path / "ok.yaml"
+        f.write_text(pod(["--model", "Qwen/Qwen3-0.6B"]))
+        args = ["check", str(f)]
+    res = run_cli(*args)
+    err = res.stderr.strip()
+    assert res.exit_code == 2 and "internal error (RecursionError" in err and len(err.splitlines()) == 1, err

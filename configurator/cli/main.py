@@ -25,6 +25,13 @@ class _Group(click.Group):
         except (OSError, ValueError) as e:  # last line of defence: one line, never a traceback
             click.echo(f"error: {e}", err=True)
             sys.exit(int(ExitCode.USAGE))
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # usage errors, --help, Ctrl-C: click's own
+        except Exception as e:  # a fault (RecursionError, OverflowError, KeyError, ...): fail closed, never 0
+            from configurator.lint.engine import cause
+
+            click.echo(f"error: internal error ({cause(e)}): nothing was decided; please report it", err=True)
+            sys.exit(int(ExitCode.USAGE))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
