@@ -135,3 +135,23 @@ def test_a_fault_outside_the_evaluation_is_one_line_and_never_exit_0(command, mo
     res = run_cli(*args)
     err = res.stderr.strip()
     assert res.exit_code == 2 and "internal error (RecursionError" in err and len(err.splitlines()) == 1, err
+
+
+def test_hostile_values_on_every_option_never_admit_a_refused_pod():
+    """The issue's sweep, in small: each option of 0.11.0 that takes a value, given hostile values (deep
+    nesting, values no float holds, huge numbers), on a pod that must be refused: every review denies.
+    (--model is left out: a garbage model is an unknown model, not a crash.)"""
+    from tests.conftest import ROOT
+
+    data = json.loads((ROOT / "profiles" / "vllm-args" / "options.json").read_text(encoding="utf-8"))
+    release = set(data["releases"]["0.11.0"])
+    flags = [o["opts"][0] for i, o in enumerate(data["options"]) if i in release and o.get("nargs") != 0
+             and o["opts"][0].startswith("--") and o["opts"][0] != "--model"]
+    assert len(flags) > 100
+    values = ["1e400", "nan", "9" * 5000, DEEP, '{"a": ' * 2000 + "1" + "}" * 2000]
+    allowed = []
+    for flag in flags:
+        for v in values:
+            if _admission(pod([*REFUSED, flag, v]))["allowed"]:
+                allowed.append((flag, v[:20]))
+    assert allowed == []
