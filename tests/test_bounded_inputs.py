@@ -116,3 +116,27 @@ def test_a_million_tiny_documents_stay_small(tmp_path):
     assert proc.returncode == 1 and "more than 10,000 YAML documents" in proc.stdout, proc.stdout + proc.stderr
     assert rss_kib < 1 << 20, f"{rss_kib} KiB"  # under 1 GiB (measured: ~75 MB)
     assert time.monotonic() - t < 60
+
+
+def test_absurd_config_in_the_hf_cache_is_refused_by_check_fast(run_cli, tmp_path, monkeypatch):
+    """The issue: num_hidden_layers 1e7 was reachable from `check` through the local Hugging Face cache."""
+    cache = tmp_path / "hf-cache"
+    commit = "0" * 40
+    snap = cache / "models--acme--evil" / "snapshots" / commit
+    snap.mkdir(parents=True)
+    (cache / "models--acme--evil" / "refs").mkdir()
+    (cache / "models--acme--evil" / "refs" / "main").write_text(commit)
+    cfg = json.loads(QWEN.read_text())
+    cfg["num_hidden_layers"] = 10_000_000
+    (snap / "config.json").write_text(json.dumps(cfg))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(OK_MANIFEST.read_text().replace("mistralai/Mistral-7B-Instruct-v0.3", "acme/evil"))
+    assert "acme/evil" in manifest.read_text()
+    t = time.monotonic()
+    res = run_cli("check", str(manifest), "--format", "json")
+    report = json.loads(res.stdout)
+    assert time.monotonic() - t < 10
+    assert all(s["verdict"] == "not-checked" for s in report["servers"]) and report["servers"]
+    assert any("num_hidden_layers" in f["message"] for f in report["findings"])
