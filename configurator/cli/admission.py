@@ -133,7 +133,9 @@ def review_cmd(config_path, gpu, on_error, on_failure) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the report to FILE instead of standard output (never over an existing file).")
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
-def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, strict) -> None:
+@click.option("--deadline", "deadline", type=click.FloatRange(1, 86_400), default=300, show_default=True,
+              help="Seconds the whole audit may take (listing and evaluation); past it, exit 2 with no report.")
+def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, strict, deadline) -> None:
     """Check the workloads of a live cluster, the GPU type read from their nodes' labels.
 
     The formats of `check` (text, json, sarif, github, junit) and its exit codes.
@@ -142,5 +144,5 @@ def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, str
     from configurator.cli.check import finish
 
     opts, cfg = _options(config_path, gpu)
-    finish(audit(opts, context=context, namespace=namespace, in_cluster=in_cluster), fmt, output,
-           strict or cfg.strict)
+    finish(audit(opts, context=context, namespace=namespace, in_cluster=in_cluster, deadline_s=deadline), fmt,
+           output, strict or cfg.strict)

@@ -48,6 +48,12 @@ class _Group(click.Group):
             sys.exit(int(ExitCode.OK))
         except (OSError, ValueError) as e:  # last line of defence: one line, never a traceback
             _fail(str(e), ExitCode.USAGE, as_json)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # usage errors, --help, Ctrl-C: click's own
+        except Exception as e:  # a fault (RecursionError, OverflowError, KeyError, ...): fail closed, never 0
+            from configurator.lint.engine import cause
+
+            _fail(f"internal error ({cause(e)}): nothing was decided; please report it", ExitCode.USAGE, as_json)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

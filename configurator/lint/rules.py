@@ -165,6 +165,16 @@ REGISTRY["read-by-server"] = Rule(
     "of unrelated examples), check them apart.",
     lambda ctx: iter(()))
 
+REGISTRY["internal-error"] = Rule(
+    "internal-error", "The server could not be evaluated", "error",
+    "Evaluating the server raised an unexpected error (a value out of any range the estimate handles, nesting "
+    "too deep, a fault in the tool), so nothing about it was checked. It is an error, not a note, so that a "
+    "check that could not be made fails `check` and is denied by the webhook: a crash never lets a server pass. "
+    "The message names the cause in one line. An annotation on the object cannot silence it; the operator's "
+    "config file can.",
+    "Fix or remove the flag value the message points at; if the manifest is valid, report the message as a bug.",
+    lambda ctx: iter(()))
+
 
 @rule("kv-cache-too-small", "max_model_len does not fit the KV cache", "error",
       "vLLM refuses to start when one request of max_model_len does not fit the KV-cache memory left after the "
