@@ -61,7 +61,8 @@ class _Group(click.Group):
 def cli() -> None:
     """Predict vLLM's GPU memory budget and KV-cache capacity before you start it.
 
-    Exit codes: 0 fits / clean, 1 vLLM would refuse to start, 2 bad input.
+    Exit codes: 0 fits / clean, 1 vLLM would refuse to start, 2 bad input, 3 not predicted (estimate: no GPU
+    named, or a V0 start-up).
     """
 
 
