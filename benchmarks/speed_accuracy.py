@@ -43,8 +43,8 @@ CALIBRATION = ROOT / "profiles" / "speed_calibration.yaml"
 CLAIM = 0.20
 MIN_CLASS = 5
 GRID = {"eta_bw": [0.35 + 0.05 * i for i in range(13)], "eta_f": [0.15 + 0.05 * i for i in range(15)],
-        "t0": [0.0005 * i for i in range(1, 17)], "t_seq": [0.0, 10e-6, 20e-6, 30e-6, 40e-6, 60e-6, 80e-6, 100e-6],
-        "eta_moe": [0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0], "burst": [0.3 + 0.1 * i for i in range(8)],
+        "t0": [0.0005 * i for i in range(1, 17)], "t_seq": [0.0, 2e-6, 5e-6, 10e-6],
+        "eta_moe": [0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0], "eta_f_ampere": [0.15 + 0.05 * i for i in range(15)],
         "t_layer": [0.0, 5e-6, 10e-6, 20e-6, 30e-6, 50e-6],
         "t_moe_layer": [0.0, 10e-6, 25e-6, 50e-6, 75e-6, 100e-6, 150e-6, 200e-6]}
 
@@ -95,12 +95,9 @@ def build_case(p: dict) -> Case | None:
     lay = Layout(tp=p["tp"], pp=p["pp"], dp=p["dp"], ep=p["ep"])
     geo = geometry(model, tp=p["tp"], ep_size=p["tp"] * p["dp"] if p["ep"] else 1, weight_dtype=p["weight_dtype"],
                    kv_cache_dtype=p["kv_cache_dtype"], gpu_has_fp8=bool(gpu.tflops.get("fp8")))
-    # ShareGPT's lengths vary: the longest of n outputs is about mean x ln(n) (an exponential tail), capped by
-    # vLLM's ShareGPT sampler at 2048 - prompt tokens (vllm/benchmarks/datasets.py is_valid_sequence)
-    tail = (min(p["output_len"] * math.log(p["num_prompts"]), 2048 - 4)
-            if p["dataset"] == "sharegpt" and p["num_prompts"] and p["num_prompts"] > 1 else None)
     wl = Workload(input_len=p["input_len"], output_len=p["output_len"], concurrency=p["max_concurrency"],
-                  request_rate=p["request_rate"], num_prompts=p["num_prompts"], output_len_max=tail)
+                  request_rate=p["request_rate"], num_prompts=p["num_prompts"],
+                  variable_lengths=p["dataset"] == "sharegpt")  # ShareGPT's outputs vary; random ones are alike
     return Case(p, geo, gpu, lay, wl, int(ef.get("max_num_seqs") or 256), int(ef.get("max_num_batched_tokens") or 8192),
                 kv_tokens)
 
@@ -112,38 +109,55 @@ def run(case: Case, params: Params) -> dict[str, float]:
 
 
 def log_errors(cases: list[Case], params: Params, metrics=("output_tok_s", "tpot_ms")) -> list[float]:
-    out = []
+    return [e for errs in class_errors(cases, params, metrics).values() for e in errs]
+
+
+def class_errors(cases: list[Case], params: Params, metrics=("output_tok_s", "tpot_ms")) -> dict[tuple, list[float]]:
+    """Absolute log errors by (GPU class, metric)."""
+    out: dict[tuple, list[float]] = defaultdict(list)
     for c in cases:
         pred = run(c, params)
         for m in metrics:
             v = c.measured[m]
             if v:
-                out.append(abs(math.log(pred[m] / v)))
+                out[(c.gpu.arch, m)].append(abs(math.log(pred[m] / v)))
     return out
 
 
+STARTS = ({"eta_bw": 0.75, "eta_f": 0.4, "eta_f_ampere": 0.6, "t0": 0.001, "t_seq": 1e-5, "eta_moe": 0.4,
+           "t_layer": 5e-6, "t_moe_layer": 75e-6},
+          {"eta_bw": 0.8, "eta_f": 0.55, "eta_f_ampere": 0.7, "t0": 0.0015, "t_seq": 1e-5, "eta_moe": 0.3,
+           "t_layer": 0.0, "t_moe_layer": 100e-6})
+
+
 def fit(cases: list[Case]) -> Params:
-    """Coordinate search over GRID minimising the mean absolute log error (the median is flat between points,
-    which stalls a coordinate search; it breaks ties)."""
-    cur = {"eta_bw": 0.7, "eta_f": 0.5, "t0": 0.002, "t_seq": 20e-6, "eta_moe": 1.0, "burst": 1.0, "t_layer": 0.0,
-           "t_moe_layer": 0.0}
-
+    """Coordinate search over GRID from a few starting points. The score is what the claim judges, the median
+    absolute log error of throughput and TPOT in each GPU class, averaged over the classes, plus half the mean
+    error over all points (the medians alone are flat between points, which stalls a coordinate search)."""
     def score(d: dict) -> tuple[float, float]:
-        e = log_errors(cases, Params(**d))
-        return (statistics.fmean(e), statistics.median(e)) if e else (0.0, 0.0)
+        by = class_errors(cases, Params(**d))
+        if not by:
+            return (0.0, 0.0)
+        flat = [e for errs in by.values() for e in errs]
+        return (statistics.fmean(statistics.median(v) for v in by.values()) + 0.5 * statistics.fmean(flat),
+                statistics.fmean(flat))
 
-    best = score(cur)
-    for _ in range(4):
-        changed = False
-        for k, values in GRID.items():
-            for v in values:
-                trial = {**cur, k: v}
-                s = score(trial)
-                if s < best:
-                    best, cur, changed = s, trial, True
-        if not changed:
-            break
-    return Params(**cur)
+    results = []
+    for start in STARTS:
+        cur = dict(start)
+        best = score(cur)
+        for _ in range(4):
+            changed = False
+            for k, values in GRID.items():
+                for v in values:
+                    trial = {**cur, k: v}
+                    s = score(trial)
+                    if s < best:
+                        best, cur, changed = s, trial, True
+            if not changed:
+                break
+        results.append((best, cur))
+    return Params(**min(results, key=lambda r: r[0])[1])
 
 
 def rel_err(pred: float, meas: float) -> float:
@@ -211,10 +225,11 @@ def main(argv: list[str] | None = None) -> int:
            f"({len(points)} points from {len({p['source_url'] for p in points})} sources; {len(skipped)} on GPUs "
            "without datasheet figures skipped).", "",
            f"Fitted on the whole train split ({len(train)} points): eta_bw = {full.eta_bw:.2f} (achieved fraction of "
-           f"peak memory bandwidth), eta_f = {full.eta_f:.2f} (of dense tensor FLOPs; routed experts x "
+           f"peak memory bandwidth), eta_f = {full.eta_f:.2f} (of dense tensor FLOPs; {full.eta_f_ampere:.2f} on "
+           "Ampere; routed experts x "
            f"{full.eta_moe:.2f}), t0 = {full.t0 * 1e3:.1f} ms per step, t_seq = {full.t_seq * 1e6:.0f} us per running "
            f"sequence, t_layer = {full.t_layer * 1e6:.0f} us per layer (+{full.t_moe_layer * 1e6:.0f} us per MoE "
-           f"layer), burst = {full.burst:.2f} (share of the running cap a rate-inf burst keeps busy).", "",
+           "layer).", "",
            f"Claim: median |error| <= {CLAIM:.0%} for output throughput and TPOT in every GPU class with at least "
            f"{MIN_CLASS} points, cross-validated leaving each source out. "
            + ("**Met.**" if not missed else "**Missed**: " + ", ".join(f"{c} {m} {v:.1%}" for c, m, _, v in missed)),

@@ -23,8 +23,10 @@ by max_num_seqs and by the KV cache's tokens, which hold L + O/2 tokens per requ
   tok/s  = C x O / (TTFT + (O - 1) x TPOT)
 
 Pipeline parallel splits the layers over stages and the running requests into micro-batches of C / pp, one per
-stage; data parallel runs dp engines of C / dp each. The eta_bw, eta_f and t0 figures are fitted on the train
-split of data/benchmarks (benchmarks/speed_accuracy.py) and kept in profiles/speed_calibration.yaml.
+stage; data parallel runs dp engines of C / dp each. A finite burst (every request sent at once, the usual
+`vllm bench serve --request-rate inf`) is modelled apart (_burst): a queue phase at the cap, then a drain.
+The Params figures are fitted on the train split of data/benchmarks (benchmarks/speed_accuracy.py) and kept in
+profiles/speed_calibration.yaml.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Params:
     t0: float = 0.002
     t_seq: float = 20e-6  # per running sequence per step: scheduling, sampling, detokenizing (host side)
     eta_moe: float = 1.0  # the routed experts' GEMMs' efficiency relative to eta_f (grouped, uneven GEMMs)
-    burst: float = 1.0  # all requests sent at once: the time-averaged share of the running cap actually running
+    eta_f_ampere: float = 0.55  # eta_f on Ampere parts: their kernels reach a larger share of a smaller peak
     t_layer: float = 0.0  # per decoder layer per step: the kernels' fixed latency (norms, rotary, small GEMMs)
     t_moe_layer: float = 0.0  # more per MoE layer: routing, top-k, token permutation, grouped-GEMM launches
 
@@ -72,7 +74,7 @@ class Workload:
     concurrency: float | None = None
     request_rate: float | None = None  # requests/s (Poisson); None = all at once
     num_prompts: int | None = None
-    output_len_max: float | None = None  # the longest request's output when lengths vary (a dataset's tail)
+    variable_lengths: bool = False  # output lengths vary (a chat dataset such as ShareGPT), else all alike
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,9 @@ def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: fl
     decodes: sequences decoding (each 1 token, or k+1 with speculation); prefill: prompt tokens in the step, whose
     attention reads prefill_ctx tokens of context on average."""
     bw = p.eta_bw * gpu.hbm_gbs * 1e9
-    flops = p.eta_f * gpu.peak_tflops(g.compute) * 1e12
-    attn_flops_rate = p.eta_f * gpu.peak_tflops("bf16") * 1e12  # attention runs in 16 bits (fp8 KV dequantized)
+    eta_f = p.eta_f_ampere if gpu.arch == "ampere" else p.eta_f
+    flops = eta_f * gpu.peak_tflops(g.compute) * 1e12
+    attn_flops_rate = eta_f * gpu.peak_tflops("bf16") * 1e12  # attention runs in 16 bits (fp8 KV dequantized)
     per_dec = spec.num_tokens + 1 if spec else 1
     tokens = decodes * per_dec + prefill
     # all-experts tokens: with EP the experts see every DP engine's tokens
@@ -189,29 +192,62 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
         if n:
             offered = min(offered, n / engines)
     running = max(1.0, min(offered, capacity))
-    if not wl.request_rate and not wl.concurrency and n:
-        # every request sent at once: the run ramps up through a prefill burst and drains through its longest
-        # requests, so fewer run on average than the cap (a fitted share)
-        running = max(1.0, running * params.burst)
     limits = [binding, "queue"] if offered > capacity else ["client concurrency"]
     tpot, ttft, t_d, t_pre, bound = at(running)
     e2e = ttft + (osl - 1) * tpot
+    queued = 0.0
     if wl.request_rate and offered <= capacity and offered < 0.99 * cap_c:
         out = wl.request_rate * osl
+    elif not wl.request_rate and not wl.concurrency and n:
+        out, tpot, queued = _burst(g, gpu, lay, params, spec, n / engines, running, isl, osl, per_req_tokens,
+                                   t_pre, wl.variable_lengths)
+        out *= engines
     else:
         out = engines * running * osl / e2e
-        if n and wl.output_len_max and wl.output_len_max > osl:
-            # a finite run: the longest request keeps decoding, nearly alone, after the bulk has finished
-            t1, _ = step_time(g, gpu, lay, params, decodes=1.0, ctx=isl + wl.output_len_max / 2, spec=spec)
-            bulk = n / engines / running * e2e
-            out = n * osl / (bulk + (wl.output_len_max - osl) * t1)
-    queued = 0.0
-    if not wl.request_rate and not wl.concurrency and n:
-        # all sent at once: the median request's prefill waits behind the prefills admitted before it, and
-        # behind whole requests when more wait than can run
-        half = n / engines / 2
-        queued = min(half, running) * t_pre + max(0.0, half - running) * e2e / running
-    elif wl.concurrency and wl.concurrency / engines > running:
-        queued = (wl.concurrency / engines - running) / running * e2e
+        if wl.concurrency and wl.concurrency / engines > running:
+            queued = (wl.concurrency / engines - running) / running * e2e
     return Prediction(ttft_ms=(ttft + queued) * 1e3, tpot_ms=tpot * 1e3, output_tok_s=out, running=running,
                       decode_step_ms=t_d * 1e3, prefill_ms=t_pre * 1e3, bound=bound, limits=tuple(limits))
+
+
+def _burst(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, spec: Speculative | None, n: float, cap: float,
+           isl: float, osl: float, ctx: float, t_pre: float, variable: bool) -> tuple[float, float, float]:
+    """A finite run of n requests sent at once (`vllm bench serve --request-rate inf` without a concurrency):
+    (output tok/s, the median request's TPOT, its wait before its prefill) for one engine.
+
+    While more wait than run, cap requests run; then the last ones drain: all together when every output has
+    the same length, one by one when lengths vary (exponential lengths: the running count decays as
+    exp(-steps / mean output)). Every prompt's prefill (n x t_pre) is paid once, mostly at the start."""
+    def t_d(r: float) -> float:
+        return step_time(g, gpu, lay, p, decodes=max(r, 1.0) / lay.pp, ctx=ctx, spec=spec)[0]
+
+    r0 = min(n, cap)
+    time = tokens = 0.0
+    if n > cap:  # queue phase: cap running, cap / osl finishing (and replaced) per step
+        steps = (n - cap) * osl / cap
+        time += steps * t_d(cap)
+        tokens += steps * cap
+    if variable:  # exponential drain from r0 down to one request
+        k = 40
+        for i in range(k):
+            hi, lo = r0 ** (1 - i / k), r0 ** (1 - (i + 1) / k)
+            steps = osl * math.log(hi / lo) if hi > lo else 0.0
+            mid = (hi + lo) / 2
+            time += steps * t_d(mid)
+            tokens += steps * mid
+        time += osl * t_d(1.0)  # the last request's remaining mean output
+    elif n > cap:  # equal lengths after a queue: staggered progress, a linear drain over osl steps
+        time += sum(t_d(r0 * (1 - (j + 0.5) / 20)) for j in range(20)) * osl / 20
+    else:  # equal lengths, all admitted at once: they finish together
+        time += osl * t_d(r0)
+    time += n * t_pre  # every prompt's prefill, on top of the decode steps it shares
+    out = n * osl / time
+    half = n / 2
+    if half > cap:  # the median request runs in the queue phase: the steady state at the cap
+        tpot = t_d(cap) + (cap - 1) * t_pre / osl
+        wait = r0 * t_pre + (half - cap) * osl / cap * t_d(cap)
+    else:  # admitted at the start: it shares its steps with about half the prefill burst
+        r_mid = r0 * (math.exp(-0.5) if variable else 1.0)
+        tpot = t_d(r_mid) + 0.5 * n * t_pre / osl
+        wait = half * t_pre
+    return out, tpot, wait
