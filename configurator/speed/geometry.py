@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from configurator.memory.kv_dtype import DTYPE_BYTES, KV_DTYPES, MODEL_DTYPE_KV
 from configurator.memory.weights import (
+    QUANT_BITS,
     count_params,
     expert_bytes_per_param,
     experts_per_token,
@@ -84,7 +85,7 @@ def geometry(model: ModelSpec, *, tp: int = 1, ep_size: int = 1, weight_dtype: s
     other = float(sum(p.per_layer_other))
     head = float(p.lm_head or p.embedding)  # the lm_head GEMM reads the (tied) embedding matrix every step
     if weight_dtype:
-        w = OVERRIDE_BYTES.get(weight_dtype.lower(), 2.0)
+        w = OVERRIDE_BYTES.get(weight_dtype.lower()) or QUANT_BITS.get(weight_dtype.lower(), 16.0) / 8
         lin_b = exp_b = w
         method = weight_dtype.lower()
         note = f"weights {weight_dtype} ({w:.2f} B/param, set)"

@@ -102,3 +102,25 @@ def test_benchmark_points_are_complete_and_split_by_their_source_url():
         assert p["split"] == ("test" if hashlib.sha256(p["source_url"].encode()).hexdigest()[0] in "01234" else "train")
         assert p["output_throughput"] or p["median_tpot_ms"] or p["mean_tpot_ms"] or p["median_itl_ms"]
         assert gpu_speed(p["gpu"]) is not None, p["gpu"]  # every point's GPU has datasheet figures
+
+
+def test_a_burst_with_varied_lengths_drains_slower_than_one_of_equal_lengths():
+    """All requests at once: with ShareGPT-like varied outputs the last ones decode nearly alone, so the same work
+    takes longer than when every output has the mean length."""
+    same = _est(workload=Workload(input_len=200, output_len=200, num_prompts=1000), max_num_seqs=1024)
+    varied = _est(workload=Workload(input_len=200, output_len=200, num_prompts=1000, variable_lengths=True),
+                  max_num_seqs=1024)
+    assert varied.output_tok_s < same.output_tok_s * 0.9
+    queued = _est(workload=Workload(input_len=200, output_len=200, num_prompts=1000), max_num_seqs=64)
+    assert queued.ttft_ms > same.ttft_ms * 3  # the median request waits for a queue to drain
+
+
+def test_an_online_quantization_flag_shrinks_the_weights_read(estimate_json):
+    code, d = estimate_json("--gpu", "l4", "--max-model-len", "4096", "--quantization", "fp8", "--", "vllm", "serve",
+                            "Qwen/Qwen3-8B")
+    assert code == 0
+    wl = Workload(input_len=512, output_len=256, concurrency=1)
+    fp8 = speed_for_estimate(d, wl)
+    d["flags"]["quantization"] = None
+    bf16 = speed_for_estimate(d, wl)
+    assert fp8["tpot_ms"] < bf16["tpot_ms"] * 0.75
