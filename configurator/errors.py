@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from pydantic import BaseModel, Field
+
 
 class ExitCode(IntEnum):
-    """What the CLI returns: 0 fits / clean, 1 vLLM would refuse / error findings, 2 bad input."""
+    """What the CLI returns: 0 fits / clean, 1 vLLM would refuse / error findings, 2 bad input,
+    3 not predicted (`estimate` without a GPU, or a start-up vLLM runs on its V0 engine: no verdict)."""
 
     OK = 0
     FAIL = 1
     USAGE = 2
+    NOT_PREDICTED = 3
 
 
 class ConfiguratorError(Exception):
@@ -28,6 +32,7 @@ class NotFoundError(InputError):
 
     def __init__(self, what: str, name: str, suggestions: list[str] | None = None, hint: str = ""):
         self.suggestions = suggestions or []
+        self.what, self.name, self.hint = what, name, hint
         msg = f"unknown {what} '{name}'"
         if self.suggestions:
             msg += f"; nearest: {', '.join(self.suggestions)}"
@@ -38,3 +43,19 @@ class NotFoundError(InputError):
 
 class ConfigError(InputError):
     """A model config.json cannot be understood (malformed, truncated, missing geometry)."""
+
+
+class ErrorDetail(BaseModel):
+    message: str = Field(description="the error, as the one line printed on standard error without --format json")
+    exit_code: int = Field(description="the process exit code (2: bad input)")
+
+
+class ErrorReport(BaseModel):
+    """What a command run with `--format json` prints on standard output when it fails with bad input (exit 2)
+    instead of its report: `{"error": {"message": ..., "exit_code": 2}}`."""
+
+    error: ErrorDetail
+
+    @classmethod
+    def of(cls, message: str, code: int) -> ErrorReport:
+        return cls(error=ErrorDetail(message=message, exit_code=int(code)))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -32,6 +33,7 @@ from configurator.calibration import Calibration
 from configurator.emit.serve import serve_args, serve_command
 from configurator.errors import InputError
 from configurator.estimate import EstimateRequest, EstimateResult, estimate, request_bytes
+from configurator.estimate.loadable import block_shape_refusal, removed_architecture
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, list_gpus, newest_release_for, no_kernel_image
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
@@ -102,7 +104,8 @@ class PlanResult(BaseModel):
     estimate: EstimateResult | None = Field(description="estimate for exactly these flags")
     capacity: Capacity | None
     reasons: list[Reason]
-    summary: str = Field(description="'we can only batch N requests because ...'")
+    summary: str = Field(description="'The KV pool holds N requests of T tokens at once ..., against a target of "
+                                     "M: it is ... GiB per GPU after ...'")
     alternatives: list[Alternative]
     remedies: list[Remedy]
     shortfall_bytes: int = Field(0, description="KV memory missing to carry the workload (infeasible plans)")
@@ -191,12 +194,23 @@ def _parallel_options(model: ModelSpec, req: PlanRequest) -> list[tuple[int, int
         return [(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1)]
     out = [(req.gpus // pp, pp) for pp in _divisors(req.gpus)
            if pp <= model.num_hidden_layers and _splits_heads(model, req.gpus // pp)]
+    # a layout whose block-quantized shards vLLM refuses (even with --enable-expert-parallel) does not load
+    loads = [o for o in out if _expert_parallel(model, o[0]) or not block_shape_refusal(model, {}, o[0])]
+    out = loads or out
     # tensor parallelism within a node (NVLink) first; pipeline stages across nodes (vLLM's advice)
     out.sort(key=lambda o: (o[0] > req.gpus_per_node, o[1]))
     if not out:
         raise InputError(f"{req.gpus} GPUs cannot be split into tensor x pipeline parallelism for this model "
                          f"({model.num_attention_heads} attention heads, {model.num_hidden_layers} layers)")
     return out
+
+
+def _expert_parallel(model: ModelSpec, tp: int) -> bool:
+    """--enable-expert-parallel where plain TP would not load and EP would: a block-quantized MoE whose
+    per-rank expert width is not a whole number of blocks (Qwen3-235B-A22B-FP8 at TP 8: 1,536 / 8 = 192)
+    keeps whole experts per rank under EP (configurator/estimate/loadable.py)."""
+    return bool(block_shape_refusal(model, {}, tp)) and \
+        not block_shape_refusal(model, {"enable_expert_parallel": True}, tp)
 
 
 def _layout(tp: int, pp: int) -> str:
@@ -226,6 +240,8 @@ def _evaluate(model: ModelSpec, gpu: GPU, req: PlanRequest, tp: int, pp: int, kv
               max_len: int, max_num_seqs: int | None = None) -> _Candidate:
     flags: dict[str, Any] = {"gpu_memory_utilization": util, "kv_cache_dtype": kv, "max_model_len": max_len,
                              "tensor_parallel_size": tp, "pipeline_parallel_size": pp}
+    if _expert_parallel(model, tp):
+        flags["enable_expert_parallel"] = True
     if max_num_seqs:
         flags["max_num_seqs"] = max_num_seqs
     if req.quantization:
@@ -246,8 +262,20 @@ def _evaluate(model: ModelSpec, gpu: GPU, req: PlanRequest, tp: int, pp: int, kv
     return _Candidate(tp, pp, kv, util, max_len, res, at_typical)
 
 
+def less_headroom(n: int, headroom: float) -> int:
+    """The requests that run at once when `n` fit and `headroom` of them is kept free: floor(n / (1 + headroom)),
+    exactly (275 / 1.1 is 250, where float division gives 249.99999999999997 and int() 249)."""
+    return math.floor(Fraction(n) / (1 + Fraction(str(headroom))))
+
+
+def with_headroom(n: int, headroom: float) -> int:
+    """The requests a pool must hold for `n` to run with `headroom` kept: ceil(n x (1 + headroom)), exactly
+    (10 x 1.1 is 11, where float multiplication gives 11.000000000000002 and ceil() 12)."""
+    return math.ceil(Fraction(n) * (1 + Fraction(str(headroom))))
+
+
 def _carries(c: _Candidate, w: Workload, headroom: float) -> bool:
-    return c.result.fits and c.at_typical >= math.ceil(w.concurrency * (1 + headroom))
+    return c.result.fits and c.at_typical >= with_headroom(w.concurrency, headroom)
 
 
 def plan(req: PlanRequest) -> PlanResult:
@@ -287,7 +315,8 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
     limit = derived_max_model_len(model, b)
     if w.max_context_tokens > limit.value:
         raise InputError(f"the workload needs {w.max_context_tokens:,} tokens of context, beyond the model's limit "
-                         f"of {limit.value:,} ({limit.why})")
+                         f"of {limit.value:,} ({limit.why}); plan for the model's limit with --max-context "
+                         f"{limit.value}, or choose a model with a longer context")
     max_len, len_why = _plan_len(req, w, limit)
     parallel = _parallel_options(model, req)
     kvs = _kv_options(model, gpu, req)
@@ -295,7 +324,7 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
     default_seqs = batch_defaults(b, gpu, "server" if req.entry == "server" else "offline").max_num_seqs
     # judge candidates at the target batch (the sampler's profiling peak and, for hybrids, the Mamba
     # block check scale with max_num_seqs); sized up to what the pool holds at the end
-    seqs0 = max(w.concurrency, min(default_seqs, math.ceil(w.concurrency * (1 + req.headroom))))
+    seqs0 = max(w.concurrency, min(default_seqs, with_headroom(w.concurrency, req.headroom)))
 
     evaluated: list[_Candidate] = []
     chosen: _Candidate | None = None
@@ -325,8 +354,9 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
 
     res = final.result
     h = req.headroom
-    carried = w.concurrency if status == "carries" else min(res.flags["max_num_seqs"], int(final.at_typical / (1 + h)))
-    need_n = math.ceil(w.concurrency * (1 + h))
+    carried = w.concurrency if status == "carries" else min(res.flags["max_num_seqs"],
+                                                            less_headroom(final.at_typical, h))
+    need_n = with_headroom(w.concurrency, h)
     shortfall = 0 if status == "carries" else max(
         math.ceil(res.memory.kv_cache_bytes * need_n / final.at_typical) - res.memory.kv_cache_bytes, 1 << 20)
     reasons = _reasons(model, req, final, status, utils, kvs, default_seqs, len_why,
@@ -335,6 +365,8 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
                                        "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens")}
     if req.quantization:
         flags["quantization"] = req.quantization
+    if res.flags.get("enable_expert_parallel"):
+        flags["enable_expert_parallel"] = True
     cap = Capacity(target_concurrency=w.concurrency, typical_tokens=w.typical_tokens, headroom=h,
                    requests_at_typical_length=final.at_typical,
                    requests_at_max_model_len=res.kv_cache.max_concurrency)
@@ -360,10 +392,10 @@ def _size_carrying(model: ModelSpec, gpu: GPU, req: PlanRequest, chosen: _Candid
     """max_num_seqs = what the pool holds at the typical length less the headroom, at least the target;
     re-checked with that value (a larger batch raises the sampler's profiling peak)."""
     w, h = req.workload, req.headroom
-    seqs = max(w.concurrency, min(default_seqs, int(chosen.at_typical / (1 + h))))
+    seqs = max(w.concurrency, min(default_seqs, less_headroom(chosen.at_typical, h)))
     final = _evaluate(model, gpu, req, chosen.tp, chosen.pp, chosen.kv, chosen.util, chosen.max_len, seqs)
     if _carries(final, w, h):
-        seqs = max(w.concurrency, min(seqs, int(final.at_typical / (1 + h))))
+        seqs = max(w.concurrency, min(seqs, less_headroom(final.at_typical, h)))
         final = _evaluate(model, gpu, req, chosen.tp, chosen.pp, chosen.kv, chosen.util, chosen.max_len, seqs)
     return final if _carries(final, w, h) else chosen  # max_num_seqs moved the sampler overhead: keep the target
 
@@ -376,10 +408,10 @@ def _size_short(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate, 
     def starts(c: _Candidate) -> bool:
         return c.result.fits and c.at_typical >= 1
 
-    seqs = max(1, min(default_seqs, int(best.at_typical / (1 + h))))
+    seqs = max(1, min(default_seqs, less_headroom(best.at_typical, h)))
     final = _evaluate(model, gpu, req, best.tp, best.pp, best.kv, best.util, best.max_len, seqs)
     if starts(final):
-        fewer = max(1, min(seqs, int(final.at_typical / (1 + h))))
+        fewer = max(1, min(seqs, less_headroom(final.at_typical, h)))
         if fewer != seqs:
             final = _evaluate(model, gpu, req, best.tp, best.pp, best.kv, best.util, best.max_len, fewer)
     return final if starts(final) else best
@@ -409,12 +441,7 @@ def _reasons(model: ModelSpec, req: PlanRequest, final: _Candidate, status: str,
         kv_why = (f"{kv_name}: the checkpoint declares its KV format" if model.quant.kv_cache_dtype
                   else f"{kv_name}: the only KV format this GPU and request allow")
     seqs = res.flags["max_num_seqs"]
-    if status == "carries":
-        seqs_why = (f"the pool holds {final.at_typical:,} requests of {w.typical_tokens:,} tokens; less {h:.0%} "
-                    f"headroom, capped at vLLM's default of {default_seqs}, and at least the target {w.concurrency}")
-    else:
-        seqs_why = (f"the pool holds {final.at_typical:,} requests of {w.typical_tokens:,} tokens; less {h:.0%} "
-                    f"headroom: {seqs}, short of the target {w.concurrency} (a larger batch would be preempted)")
+    seqs_why = _seqs_why(final.at_typical, w, h, seqs, default_seqs, status)
     reasons = [Reason(flag="gpu_memory_utilization", value=final.util, why=util_why),
                Reason(flag="kv_cache_dtype", value=final.kv, why=kv_why),
                Reason(flag="max_num_seqs", value=seqs, why=seqs_why),
@@ -429,7 +456,34 @@ def _reasons(model: ModelSpec, req: PlanRequest, final: _Candidate, status: str,
         if tried:
             why += f" ({', '.join(_layout(*o) for o in tried)} carried less)"
         reasons.append(Reason(flag="tensor_parallel_size", value=final.tp, why=why))
+    if res.flags.get("enable_expert_parallel"):
+        refusal = block_shape_refusal(model, {}, final.tp)
+        reasons.append(Reason(flag="enable_expert_parallel", value=True, why=(
+            f"at tensor parallel {final.tp} without it vLLM refuses to load the block-quantized experts "
+            f"(\"{refusal}\"); expert parallelism keeps whole experts on each GPU")))
     return reasons
+
+
+def _seqs_why(at: int, w: Workload, h: float, seqs: int, default_seqs: int, status: str) -> str:
+    """max_num_seqs's reason with its arithmetic: what the pool holds, divided by 1 + headroom, rounded down,
+    and the cap, target or re-evaluation that moved it from there."""
+    n = less_headroom(at, h)
+    why = (f"the pool holds {at:,} requests of {w.typical_tokens:,} tokens; keeping {h:.0%} headroom, "
+           f"{at:,} / {1 + h:g} = {at / (1 + h):,.2f}, rounded down {n:,}")
+    if seqs == n:
+        pass
+    elif seqs == default_seqs and seqs < n:
+        why += f", capped at vLLM's default of {default_seqs}"
+    elif seqs == w.concurrency and seqs > n:
+        why += f", raised to the target {w.concurrency}"
+    elif seqs < n:
+        why += (f"; {seqs:,} is kept from the evaluation before (a larger batch's sampler buffers leave a smaller "
+                f"pool)")
+    else:
+        why += f"; {seqs:,}"
+    if status == "carries":
+        return why + f" (the target is {w.concurrency:,})"
+    return why + f": short of the target {w.concurrency:,} (a larger batch would be preempted)"
 
 
 def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: list[_Candidate],
@@ -440,11 +494,19 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
     best = max(first, key=lambda c: c.result.memory.kv_cache_bytes)
     res = best.result
     kv = res.kv_cache
-    need_n = math.ceil(w.concurrency * (1 + req.headroom))
+    need_n = with_headroom(w.concurrency, req.headroom)
     per_request = kv.bytes_per_token * w.typical_tokens + kv.window_bytes_per_sequence + kv.state_bytes_per_sequence
     shortfall = max(need_n * per_request - res.memory.kv_cache_bytes, 1 << 20)  # a negative pool adds
     reason = res.errors[0] if res.errors else "vLLM would not start"
     arch = no_kernel_image(gpu, version, SUPPORTED)
+    # what stops vLLM before any memory figure matters (configurator/estimate/loadable.py), or no prediction at all
+    before = removed_architecture(model, version) or block_shape_refusal(model, res.flags, best.tp)
+    if before:
+        arch = f"Does not start: {before}"
+    elif res.verdict == "not-predicted":
+        arch = f"Not predicted: {res.not_modelled}"
+    elif arch:
+        arch = f"Does not start: vLLM {version} has no kernels for {gpu.name}: {arch}"
     layouts = ""
     if len(parallel) > 1:
         layouts = (f" No split of the {req.gpus} GPUs starts ({', '.join(_layout(*o) for o in parallel)}); shown is "
@@ -458,8 +520,9 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
             "pipeline_parallel_size", "max_num_batched_tokens")},
         estimate=res, capacity=None, reasons=[], alternatives=[],
         remedies=_remedies(model, gpu, req, best) if with_remedies else [], shortfall_bytes=0 if arch else shortfall,
-        # a release without kernels for the GPU fails before memory matters: no shortfall to report
-        summary=f"Does not start: vLLM {version} has no kernels for {gpu.name}: {arch}" if arch else
+        # a release without kernels for the GPU, a removed architecture, a block-quantized shard vLLM refuses or a
+        # start-up not predicted: no shortfall to report
+        summary=arch if arch else
         (f"Does not fit: vLLM would start with none of the candidates; {format_gib(shortfall)} GiB short per "
          f"GPU for the weights, overheads and the KV cache the workload needs, with {best.kv} KV at "
          f"utilization {best.util:g}: {reason}{layouts}"))
@@ -484,7 +547,7 @@ def _remedies(model: ModelSpec, gpu: GPU, req: PlanRequest, best: _Candidate) ->
             tried.append((f"shorten the longest request to {length:,} tokens", 2, {"max_context_tokens": length},
                           replace(req, workload=override(w, max_context_tokens=length), max_model_len=None)))
     if 0 < best.at_typical < w.concurrency:
-        fewer = max(int(best.at_typical / (1 + req.headroom)), 1)
+        fewer = max(less_headroom(best.at_typical, req.headroom), 1)
         tried.append((f"lower the target concurrency to {fewer}", 2, {"concurrency": fewer},
                       replace(req, workload=override(w, concurrency=fewer))))
     if model.quant.method is None and not req.quantization and gpu.fp8:
@@ -531,14 +594,24 @@ def _larger_gpus(gpu: GPU, req: PlanRequest) -> list[tuple[str, int, dict, PlanR
 def _summary(res: EstimateResult, c: _Candidate, w: Workload) -> str:
     kv = res.kv_cache
     per_request = request_bytes(kv, w.typical_tokens)  # what vLLM reserves, windows' in-flight tokens included
-    state = f" plus {format_gib(kv.state_bytes_per_sequence)} GiB of recurrent state" if kv.state_bytes_per_sequence \
+    state = f", plus {format_gib(kv.state_bytes_per_sequence)} GiB of recurrent state" if kv.state_bytes_per_sequence \
         else ""
-    return (f"We can only batch {c.at_typical:,} requests of {w.typical_tokens:,} tokens (or "
-            f"{res.kv_cache.max_concurrency:.2f} of {c.max_len:,}) because the KV pool is "
+    window = kv.window_bytes_per_sequence
+    # the per-token figure is the layers that keep every token; windowed layers' blocks are a fixed share
+    covers = "in every layer" if not window and not kv.state_bytes_per_sequence and \
+        all(g.kind in ("FullAttentionSpec", "MLAAttentionSpec") for g in kv.groups) else \
+        "in the layers that keep every token"
+    full = kv.bytes_per_token * w.typical_tokens
+    times = f" x {w.typical_tokens:,} = {format_gib(full)} GiB" if window else ""
+    windows = (f", plus {format_gib(per_request - full - kv.state_bytes_per_sequence)} GiB for the sliding-window "
+               f"layers' window and in-flight tokens" if window else "")
+    overheads = res.memory.activation_bytes + res.memory.non_torch_bytes + res.memory.cudagraph_bytes + \
+        res.memory.other_bytes
+    return (f"The KV pool holds {c.at_typical:,} requests of {w.typical_tokens:,} tokens at once (or "
+            f"{res.kv_cache.max_concurrency:.2f} of {c.max_len:,}), against a target of {w.concurrency:,}: it is "
             f"{format_gib(res.memory.kv_cache_bytes)} GiB per GPU after {format_gib(res.memory.weights_bytes)} GiB of "
-            f"weights and {format_gib(res.memory.activation_bytes + res.memory.non_torch_bytes + res.memory.cudagraph_bytes + res.memory.other_bytes)} GiB "  # noqa: E501
-            f"of start-up overheads, and each request takes about {format_gib(per_request)} GiB "
-            f"({kv.bytes_per_token:,} B per token{state}).")
+            f"weights and {format_gib(overheads)} GiB of start-up overheads, and each request takes about "
+            f"{format_gib(per_request)} GiB ({kv.bytes_per_token:,} B per token{times} {covers}{windows}{state}).")
 
 
 def _alternatives(model: ModelSpec, gpu: GPU, req: PlanRequest, c: _Candidate, kvs: list[str],

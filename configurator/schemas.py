@@ -13,6 +13,7 @@ MODELS = {
     "workload.schema.json": "configurator.workloads.Workload",
     "check-report.schema.json": "configurator.lint.engine.CheckReport",
     "lint-config.schema.json": "configurator.lint.engine.LintConfig",
+    "error.schema.json": "configurator.errors.ErrorReport",
 }
 
 

@@ -381,3 +381,37 @@ def test_the_template_refuses_contradicting_optional_objects(case, tmp_path):
 def test_the_schema_refuses_wrong_optional_values(values, where, tmp_path):
     run = helm("lint", str(CHART), "-f", _write(tmp_path, {"model": {"name": "m"}, **values}), check=False)
     assert run.returncode != 0 and where in run.stdout + run.stderr, run.stdout + run.stderr
+
+
+def _cache_volume(objects) -> dict:
+    pod = _deployment(objects)["spec"]["template"]["spec"]
+    return next(v for v in pod["volumes"] if v["name"] == "model-cache")
+
+
+def test_the_model_cache_is_a_size_limited_emptydir_or_a_claim(tmp_path):
+    """Issue 27: the model cache never is an unbounded emptyDir. The chart's default limits it; the emitter
+    sizes the limit from the checkpoint (1.25x, rounded up to 10 GiB, as it sizes a claim); with persistence the
+    cache is the claim, and no emptyDir is rendered."""
+    values = {"model": {"name": "Qwen/Qwen3-8B"}}
+    assert _cache_volume(helm_template(values, "d", tmp_path)) == {"name": "model-cache",
+                                                                   "emptyDir": {"sizeLimit": "100Gi"}}
+    values["modelCache"] = {"sizeLimit": "40Gi"}
+    assert _cache_volume(helm_template(values, "d", tmp_path))["emptyDir"] == {"sizeLimit": "40Gi"}
+    values["modelCache"] = {"persistence": {"enabled": True, "size": "60Gi"}}
+    objects = helm_template(values, "d", tmp_path)
+    assert _cache_volume(objects) == {"name": "model-cache", "persistentVolumeClaim": {"claimName": "d-model-cache"}}
+    claim = next(o for o in objects if o["kind"] == "PersistentVolumeClaim")
+    assert claim["spec"]["resources"]["requests"]["storage"] == "60Gi"
+    # the emitter: the limit from the checkpoint's download size, the same figure a claim would get
+    plan = plan_for("h100-tp2")
+    emitted = helm_values(plan)
+    budget = startup_budget(plan)
+    want = math.ceil(budget.download_bytes * 1.25 / (10 << 30)) * 10
+    assert emitted["modelCache"]["sizeLimit"] == f"{want}Gi" and want >= 160  # a 70B checkpoint in bf16: 141 GB
+    assert "persistence" not in emitted["modelCache"] or not emitted["modelCache"]["persistence"].get("enabled")
+    assert _cache_volume(helm_template(emitted, "d", tmp_path))["emptyDir"] == {"sizeLimit": f"{want}Gi"}
+    with_claim = helm_values(plan, DeployOptions(cache_pvc=True))
+    assert with_claim["modelCache"]["persistence"]["size"] == f"{want}Gi"
+    # the values say which: the schema documents both
+    schema = (CHART / "values.schema.json").read_text()
+    assert "sizeLimit" in schema and "evicts the pod" in schema

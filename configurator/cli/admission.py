@@ -20,11 +20,12 @@ _FAILURE_CHOICES = ["deny", "allow-with-warning", "allow"]
 
 
 @click.command("webhook")
-@click.option("--host", default="0.0.0.0", show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True)
+@click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True, help="Port to listen on.")
 @click.option("--tls-cert-file", "cert", type=click.Path(dir_okay=False), default=None,
               help="Certificate (PEM); re-read when it changes on disk.")
-@click.option("--tls-private-key-file", "key", type=click.Path(dir_okay=False), default=None)
+@click.option("--tls-private-key-file", "key", type=click.Path(dir_okay=False), default=None,
+              help="Private key (PEM) of --tls-cert-file; re-read with it.")
 @click.option("--config", "config_path", default=None, help="The same config file as `check`.")
 @click.option("--gpu", default=None, help="GPU assumed when a workload does not say.")
 @click.option("--on-error", type=click.Choice(["deny", "warn"]), default="deny", show_default=True,
@@ -35,7 +36,8 @@ _FAILURE_CHOICES = ["deny", "allow-with-warning", "allow"]
                    "(`allow` is read as allow-with-warning). Other objects are always allowed.")
 @click.option("--budget", type=click.FloatRange(0, 60, min_open=True), default=2.0, show_default=True,
               help="Seconds per review (more than 0; keep below the webhook's timeoutSeconds).")
-@click.option("--max-body-bytes", type=click.IntRange(1024, 64 << 20), default=3 << 20, show_default=True)
+@click.option("--max-body-bytes", type=click.IntRange(1024, 64 << 20), default=3 << 20, show_default=True,
+              help="Largest request body accepted; a larger one is answered 413.")
 @click.option("--body-timeout", type=click.FloatRange(0, 300, min_open=True), default=5.0, show_default=True,
               help="Seconds a client may take to send its request body.")
 @click.option("--cert-reload-interval", type=click.FloatRange(1, 3600), default=2.0, show_default=True,
@@ -71,9 +73,11 @@ def webhook_cmd(host, port, cert, key, config_path, gpu, on_error, on_failure, b
 
 
 @click.command("review")
-@click.option("--config", "config_path", default=None)
-@click.option("--gpu", default=None)
-@click.option("--on-error", type=click.Choice(["deny", "warn"]), default="deny", show_default=True)
+@click.option("--config", "config_path", default=None,
+              help="The same config file as `check` (default: the nearest .vllm-configurator.yaml or .yml).")
+@click.option("--gpu", default=None, help="GPU assumed when a workload does not say (name, alias or label value).")
+@click.option("--on-error", type=click.Choice(["deny", "warn"]), default="deny", show_default=True,
+              help="What an error finding does: deny the object, or allow it with warnings.")
 @click.option("--on-failure", type=click.Choice(_FAILURE_CHOICES), default="deny", show_default=True,
               help="As for `webhook`: what an object that cannot be checked gets.")
 def review_cmd(config_path, gpu, on_error, on_failure) -> None:
@@ -121,20 +125,24 @@ def review_cmd(config_path, gpu, on_error, on_failure) -> None:
 @click.option("--context", default=None, help="kubeconfig context (default: the current one).")
 @click.option("--namespace", "-n", default=None, help="One namespace (default: all).")
 @click.option("--in-cluster", is_flag=True, help="Use the pod's service account.")
-@click.option("--config", "config_path", default=None)
+@click.option("--config", "config_path", default=None,
+              help="The same config file as `check` (default: the nearest .vllm-configurator.yaml or .yml).")
 @click.option("--gpu", default=None, help="GPU assumed when neither the workload nor its nodes say.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None)
-@click.option("--strict", is_flag=True)
-def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, strict) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github", "junit"]), default="text",
+              show_default=True, help="Report format, as for `check`: text, json, sarif, github or junit.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to FILE instead of standard output (never over an existing file).")
+@click.option("--strict", is_flag=True, help="Warnings fail the run too.")
+@click.option("--deadline", "deadline", type=click.FloatRange(1, 86_400), default=300, show_default=True,
+              help="Seconds the whole audit may take (listing and evaluation); past it, exit 2 with no report.")
+def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, strict, deadline) -> None:
     """Check the workloads of a live cluster, the GPU type read from their nodes' labels.
 
-    Same formats and exit codes as `check`.
+    The formats of `check` (text, json, sarif, github, junit) and its exit codes.
     """
     from configurator.admission.audit import audit
     from configurator.cli.check import finish
 
     opts, cfg = _options(config_path, gpu)
-    finish(audit(opts, context=context, namespace=namespace, in_cluster=in_cluster), fmt, output,
-           strict or cfg.strict)
+    finish(audit(opts, context=context, namespace=namespace, in_cluster=in_cluster, deadline_s=deadline), fmt,
+           output, strict or cfg.strict)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from configurator.cli import common
 from configurator.errors import ExitCode
 
 
@@ -23,17 +24,23 @@ def _read_log(path: str) -> tuple[str, str]:
 
 @click.command("calibrate")
 @click.argument("log")
-@click.option("--model", help="Model of the logged run (when the log shows only a local path).")
-@click.option("--gpu", help="GPU of the logged run (default: the total memory the log prints).")
+@click.option("--model", shell_complete=common.complete_model,
+              help="Model of the logged run (when the log shows only a local path).")
+@click.option("--gpu", shell_complete=common.complete_gpu,
+              help="GPU of the logged run (default: the total memory the log prints).")
 @click.option("--gpu-memory", "--gpu_memory", "gpu_memory", help="GPU memory as CUDA reports it, e.g. 79.18GiB.")
 @click.option("--vllm-version", "--vllm_version", "vllm_version", default=None,
-              help="vLLM release of the run (default: the version the log prints).")
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False), default=None,
+              help=f"vLLM release of the run (default: the version the log prints; {common.release_range()} are "
+                   "predicted, older ones read).")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False), default=None,
               help="Calibration file to write (.yaml or .json); default: <log name>.calibration.yaml.")
+@click.option("--out", "out_alias", type=click.Path(dir_okay=False), default=None, hidden=True,
+              help="Former name of --output, kept working.")
 @click.option("--force", is_flag=True, help="Replace an existing calibration file.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help=common.FORMAT_HELP + ".")
 @click.argument("serve_command", nargs=-1, type=click.UNPROCESSED)
-def calibrate_cmd(log, model, gpu, gpu_memory, vllm_version, out, force, fmt, serve_command) -> None:
+def calibrate_cmd(log, model, gpu, gpu_memory, vllm_version, out, out_alias, force, fmt, serve_command) -> None:
     """Read a vLLM start-up log (V0 or V1), compare what vLLM measured with the prediction for the same
     flags, and write a calibration file that `estimate --calibration FILE` uses.
 
@@ -43,6 +50,7 @@ def calibrate_cmd(log, model, gpu, gpu_memory, vllm_version, out, force, fmt, se
     from configurator.calibration import calibrate_from_log, write_calibration
     from configurator.vllm.logparse import parse_log
 
+    out = out or out_alias
     text, source = _read_log(log)
     parsed = parse_log(text)
     extra: dict = {}
@@ -50,11 +58,15 @@ def calibrate_cmd(log, model, gpu, gpu_memory, vllm_version, out, force, fmt, se
         from configurator.vllm.flags import parse_serve_args
 
         extra, _ = parse_serve_args(list(serve_command))
+        if model and extra.get("model") not in (None, model):  # as `estimate`: two models is an error naming both
+            from configurator.errors import InputError
+
+            raise InputError(f"--model {model} and `vllm serve {extra['model']}` after `--` disagree; give one")
     report = calibrate_from_log(parsed, source=source, model=model or extra.pop("model", None), gpu=gpu,
                                 gpu_memory=gpu_memory, vllm_version=vllm_version, flags=extra)
     path = Path(out) if out else Path(Path(source).name if source != "<stdin>" else "vllm").with_suffix(
         ".calibration.yaml")
-    write_calibration(report.calibration, path, force=force)
+    write_calibration(report.calibration, path, force=force, inputs=(log,))
     if fmt == "json":
         import json
 

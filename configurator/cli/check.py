@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from configurator.cli.common import complete_gpu, release_range
 from configurator.errors import ExitCode, InputError
 
 FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
@@ -88,7 +89,9 @@ def _load(paths: Sequence[str], settings, values: tuple[str, ...] = (), force_ex
         try:
             d, p = load_paths(group, stdin, values=values, skip=skip)
         except FileNotFoundError as e:
-            raise InputError(f"{e.args[0]}: no such file or folder") from None
+            what = "a symbolic link to nothing (dangling, or a loop)" if Path(e.args[0]).is_symlink() else \
+                "no such file or folder"
+            raise InputError(f"{e.args[0]}: {what}") from None
         if len(group) == 1 and raw != "-" and Path(raw).is_file():
             why = _named_file_is_not_yaml(raw, d, p)
             if why is not None:
@@ -179,14 +182,16 @@ def _pairs(formats: Sequence[str], outputs: Sequence[str]) -> list[tuple[str, st
 
 @click.command("check", cls=_CheckCommand)
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--gpu", default=None, help="GPU assumed when a manifest does not say (name, alias or label value).")
+@click.option("--gpu", default=None, shell_complete=complete_gpu,
+              help="GPU assumed when a manifest does not say (name, alias or label value).")
 @click.option("--model-config", "model_config", multiple=True, type=click.Path(file_okay=False),
+              metavar="NAME=PATH|FOLDER",
               help="Folder of local config.json files for models that are not built in, or NAME=PATH: the "
                    "config.json, model folder or catalog id for a served name or container path (`/models/llama="
                    "./llama/config.json`; added to `models:` of the config file). Repeatable.")
 @click.option("--workload", default=None, help="Workload whose target concurrency must fit (name or file).")
 @click.option("--vllm-version", "--vllm_version", "vllm_version", default=None,
-              help="vLLM release assumed when an image tag does not name one.")
+              help=f"vLLM release assumed when an image tag does not name one ({release_range()}).")
 @click.option("--config", "config_path", default=None,
               help="Config file (default: the nearest .vllm-configurator.yaml or .yml from the first path up).")
 @click.option("--format", "formats", type=click.Choice(FORMAT_NAMES), multiple=True,
@@ -230,7 +235,8 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, for
         opts = Options(gpu=gpu, workload=workload or cfg.workload, vllm_version=vllm_version or cfg.vllm_version,
                        model_config_dirs=tuple(model_config), settings=settings)
         report = evaluate(docs, problems, opts)
-    write_reports(report, pairs, strict or cfg.strict, force=force, inputs=tuple(paths))
+    inputs = (*paths, *values, *(x for x in (settings.source, opts.workload) if x and Path(str(x)).is_file()))
+    write_reports(report, pairs, strict or cfg.strict, force=force, inputs=inputs)
 
 
 def options_from_config(config_path: str | None, gpu: str | None, targets: Sequence[str] = ()):
@@ -254,6 +260,7 @@ def write_reports(report, pairs: Sequence[tuple[str, str | None]], strict: bool,
                   inputs: tuple[str, ...] = ()) -> None:
     """Render a CheckReport in each (format, path) pair (None: stdout), then exit as `check` does. Files are
     written with safe_io.write_output: never over an existing file without --force, never onto an input."""
+    from configurator.lint.load import EXTENSIONS
     from configurator.report.check_formats import FORMATS
     from configurator.safe_io import write_output
 
@@ -263,7 +270,7 @@ def write_reports(report, pairs: Sequence[tuple[str, str | None]], strict: bool,
             continue
         buf = io.StringIO()
         FORMATS[fmt](report, buf)
-        write_output(path, buf.getvalue(), force=force, inputs=inputs)
+        write_output(path, buf.getvalue(), force=force, inputs=inputs, folder_reads=EXTENSIONS)
     worst = report.worst()
     failed = worst == "error" or (worst == "warning" and strict)
     sys.exit(int(ExitCode.FAIL if failed else ExitCode.OK))

@@ -8,7 +8,8 @@ from configurator.units import GiB
 
 
 @click.command("gpus")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Text table, or JSON on standard output.")
 def gpus_cmd(fmt: str) -> None:
     """List the GPUs the catalog knows, with the memory CUDA reports."""
     import json

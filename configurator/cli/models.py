@@ -31,7 +31,8 @@ def _context(n: int | None) -> str:
 @click.command("models")
 @click.argument("query", nargs=-1)
 @click.option("--family", default=None, help="Only this family (llama-3.1, qwen3, deepseek-v3, ...).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Text table, or JSON on standard output.")
 def models_cmd(query, family, fmt) -> None:
     """List the models known offline (built-in profiles and catalog parts), or those whose id, alias,
     family or attention kind contains every QUERY word:

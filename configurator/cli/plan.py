@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from configurator.cli import common
 from configurator.errors import ExitCode, InputError
 
 # --emit targets that write a deployment file (YAML), each a pure function of the plan
@@ -15,13 +16,15 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 
 
 @click.command("plan")
-@click.option("--model", required=True, help="Catalog id (`vllm-configurator models`), Hugging Face id, or path "
-              "to config.json.")
-@click.option("--model-config", "model_configs", multiple=True, metavar="NAME=PATH",
-              help="The config.json, model folder or catalog id for a model name, served name or container path; "
-                   "a bare PATH is for --model. Repeatable.")
+@click.argument("model_arg", required=False, metavar="[MODEL]", shell_complete=common.complete_model)
+@click.option("--model", shell_complete=common.complete_model,
+              help="Catalog id (`vllm-configurator models`), Hugging Face id, or path to config.json / model "
+                   "folder; or give it positionally (`plan MODEL`), as `estimate` takes it.")
+@click.option("--model-config", "model_configs", multiple=True, metavar="NAME=PATH|FOLDER",
+              help=common.MODEL_CONFIG_HELP)
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit) to read a Hub model's config at.")
-@click.option("--gpu", help="GPU name, alias or node-label value (see `vllm-configurator gpus`).")
+@click.option("--gpu", shell_complete=common.complete_gpu,
+              help="GPU name, alias, or node-label value (see `vllm-configurator gpus`); MIG: a100-80gb:3g.40gb.")
 @click.option("--gpu-memory", "--gpu_memory", "gpu_memory", help="GPU memory as CUDA reports it, e.g. 79.18GiB.")
 @click.option("--gpus", type=int, default=None, help="GPUs available: also choose tensor / pipeline parallelism.")
 @click.option("--gpus-per-node", "gpus_per_node", type=int, default=8, show_default=True,
@@ -46,11 +49,13 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--tensor-parallel-size", "-tp", "tp", type=int, default=None, help="Fix tensor parallelism.")
 @click.option("--pipeline-parallel-size", "-pp", "pp", type=int, default=None, help="Fix pipeline parallelism.")
 @click.option("--quantization", "-q", default=None, help="Weight quantization to plan with (e.g. fp8).")
-@click.option("--vllm-version", "--vllm_version", "vllm_version", default="latest", show_default=True)
+@click.option("--vllm-version", "--vllm_version", "vllm_version", default="latest", show_default=True,
+              help=common.VLLM_VERSION_HELP)
 @click.option("--image", default=None, help="vLLM container image; its tag picks the release.")
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
               help="Calibration file from `vllm-configurator calibrate`.")
-@click.option("--entry-point", "entry", type=click.Choice(["server", "offline"]), default="server", show_default=True)
+@click.option("--entry-point", "entry", type=click.Choice(["server", "offline"]), default="server", show_default=True,
+              help="`vllm serve` (OpenAI server) or the offline LLM class: their batch defaults differ.")
 @click.option("--emit", type=click.Choice(["serve", "args", *DEPLOY_EMITS]), default=None,
               help="Print only the `vllm serve` line, the container args as a JSON list, values for charts/vllm "
                    "(helm), a production-stack values file, or Kubernetes manifests (Deployment and Service, or a "
@@ -61,10 +66,12 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--best-effort", "best_effort", is_flag=True,
               help="With --emit: when no plan carries the target, emit the best plan (the flags that carry the most "
                    "of it) anyway; the exit code stays 1.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def plan_cmd(model, model_configs, revision, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context, prompt_tokens,
-             output_tokens, concurrency, headroom, max_util, gpu_memory_used, kv_cache_dtype, tp, pp, quantization,
-             vllm_version, image, calibration, entry, emit, output, force, best_effort, fmt, max_model_len) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help=common.FORMAT_HELP + " (schemas/plan.schema.json).")
+def plan_cmd(model_arg, model, model_configs, revision, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context,
+             prompt_tokens, output_tokens, concurrency, headroom, max_util, gpu_memory_used, kv_cache_dtype, tp, pp,
+             quantization, vllm_version, image, calibration, entry, emit, output, force, best_effort, fmt,
+             max_model_len) -> None:
     """Choose --gpu-memory-utilization, --kv-cache-dtype, --max-num-seqs and --max-model-len (and, with
     --gpus, the parallelism) that vLLM accepts and that carry the workload; explain each.
 
@@ -74,14 +81,20 @@ def plan_cmd(model, model_configs, revision, gpu, gpu_memory, gpus, gpus_per_nod
     written only with --best-effort; otherwise nothing goes to standard output and the report goes to
     standard error.
     """
-    from configurator.cli import common
     from configurator.plan import PlanRequest, plan
     from configurator.workloads import load_workload, override
 
+    if model and model_arg and model != model_arg:
+        raise InputError(f"two models: {model_arg} and --model {model}; give one")
+    model = model or model_arg
+    if not model:
+        raise click.UsageError("name a model: `plan MODEL` or --model MODEL")
+
     for name, v in (("--concurrency", concurrency), ("--max-context", max_context),
                     ("--prompt-tokens", prompt_tokens), ("--output-tokens", output_tokens), ("--gpus", gpus)):
-        if v is not None and v <= 0:
-            raise InputError(f"{name} must be a positive integer, got {v}")
+        if v is not None and (v <= 0 or (v > common.MAX_COUNT and name != "--gpus")):  # --gpus: at most 1,024 below
+            shown = f"{v}" if v < 10**20 else f"a {len(str(v))}-digit number"
+            raise InputError(f"{name} must be a positive integer up to {common.MAX_COUNT:,}, got {shown}")
     w = override(load_workload(workload), max_context_tokens=max_context, prompt_tokens=prompt_tokens,
                  output_tokens=output_tokens, concurrency=concurrency)
     spec = common.model_spec(model, model_configs, revision)

@@ -8,7 +8,8 @@ import click
 
 
 @click.command("rules")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Text table, or JSON on standard output.")
 def rules_cmd(fmt: str) -> None:
     """List the rules of `check`: id, default severity, what it finds, and where it is documented."""
     from configurator.lint.rules import REGISTRY

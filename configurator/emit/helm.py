@@ -193,10 +193,12 @@ def chart_values(plan: PlanResult, opts: DeployOptions | None = None) -> ChartVa
         fields["progressDeadlineSeconds"] = progress_deadline_s(budget.period_s * budget.failure_threshold)
     if opts.hf_token_secret is not None:
         fields["hfToken"] = HfToken(secretName=opts.hf_token_secret)
+    size = _gi(math.ceil(budget.download_bytes * PVC_HEADROOM / (10 * GiB)) * 10 * GiB)
     if opts.cache_pvc:
-        size = _gi(math.ceil(budget.download_bytes * PVC_HEADROOM / (10 * GiB)) * 10 * GiB)
         fields["modelCache"] = ModelCache(persistence=Persistence(enabled=True, size=size,
                                                                   storageClass=opts.storage_class))
+    else:  # the emptyDir holds the checkpoint: limited to its size, so a runaway download cannot fill the node
+        fields["modelCache"] = ModelCache(sizeLimit=size)
     if plan.gpu != "custom":  # the linter reads the GPU from this annotation when no node label says it
         fields["podAnnotations"] = {"vllm-configurator.io/gpu": plan.gpu}
     return ChartValues(**fields)

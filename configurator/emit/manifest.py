@@ -174,7 +174,7 @@ def _pod_template(values: ChartValues, release: str, name: str, role: str) -> di
     elif p.enabled and values.nodes == 1:
         volumes.append({"name": "model-cache", "persistentVolumeClaim": {"claimName": f"{name}-model-cache"}})
     elif not p.enabled:
-        volumes.append({"name": "model-cache", "emptyDir": {}})
+        volumes.append({"name": "model-cache", "emptyDir": {"sizeLimit": values.modelCache.sizeLimit}})
     if values.shm.enabled:
         volumes.append({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": values.shm.sizeLimit}})
     spec["volumes"] = volumes + copy.deepcopy(values.extraVolumes)

@@ -180,9 +180,13 @@ class Persistence(_Strict):
 
 
 class ModelCache(_Strict):
-    """Where the weights are downloaded (HF_HOME)."""
+    """Where the weights are downloaded (HF_HOME): an emptyDir limited to sizeLimit (the default; the weights are
+    downloaded again at every restart), or a PersistentVolumeClaim (persistence.enabled, or an existingClaim)."""
 
     mountPath: str = Field("/data/huggingface", description="HF_HOME in the container: an emptyDir, or the PVC.")
+    sizeLimit: str = Field("100Gi", description="Size limit of the emptyDir used when persistence is off (the kubelet "
+                                                "evicts the pod past it); the emitter sizes it at 1.25x the "
+                                                "checkpoint.")
     persistence: Persistence = Field(default_factory=Persistence)
 
 

@@ -6,12 +6,23 @@ from typing import IO
 
 from configurator.units import GiB, human_bytes
 
+# the start of vLLM's error when the weights alone exceed the free memory (configurator/vllm/messages.py weights_oom)
+WEIGHTS_OOM = "CUDA out of memory while loading the model"
+
+
+def dies_loading(r) -> bool:
+    """vLLM would die loading the weights: it logs no memory line, and only more memory per GPU or fewer weight
+    bytes help."""
+    return any(e.startswith(WEIGHTS_OOM) for e in r.errors)
+
 
 def _gib(b: int) -> str:
     return f"{b / GiB:.2f} GiB"
 
 
-def render(r, stream: IO[str]) -> None:
+def render(r, stream: IO[str], next_steps: list[str] | None = None) -> None:
+    """The verdict first; a refusal then gives vLLM's reason and what to change (`next_steps`, each checked
+    by estimating again) before the figures."""
     from rich.console import Console
     from rich.text import Text
 
@@ -29,13 +40,25 @@ def render(r, stream: IO[str]) -> None:
                    f"{' x ' + str(r.gpu.count) if r.gpu.count > 1 else ''}, vLLM {r.vllm_version}",
                    style="bold"))
     con.print(verdict)
+    for e in r.errors:  # the reason leads: vLLM's own words
+        con.print(Text(f"vLLM: {e}", style="red"))
+    if next_steps:
+        con.print()
+        con.print(Text("What to change (each checked by estimating again unless it says not):", style="bold"))
+        for step in next_steps:
+            con.print(f"  {step}")
     con.print()
     con.print(Text("What vLLM would log (per GPU):", style="bold"))
+    if not r.vllm_log:
+        con.print("  no memory line: " + ("vLLM fails while loading the weights, before it measures memory"
+                                          if dies_loading(r) else "this release logs none for these flags"))
     for line in r.vllm_log:
         con.print(f"  {line}")
-    if r.kv_cache_bytes_low is not None and r.kv_cache_bytes_high != r.kv_cache_bytes_low:
+    if r.vllm_log and r.kv_cache_bytes_low is not None and r.kv_cache_bytes_high != r.kv_cache_bytes_low:
         con.print(f"  (available KV cache memory between {_gib(r.kv_cache_bytes_low)} and "
                   f"{_gib(r.kv_cache_bytes_high)})")
+        if r.band_basis:
+            con.print(f"  (band: {r.band_basis})")
     con.print()
     _bar(con, m)
     con.print()
@@ -70,10 +93,6 @@ def render(r, stream: IO[str]) -> None:
         con.print()
         for w in r.warnings:
             con.print(Text(f"warning: {w}", style="yellow"))
-    if r.errors:
-        con.print()
-        for e in r.errors:
-            con.print(Text(f"vLLM: {e}", style="red"))
 
 
 def _bar(con, m, width: int = 60) -> None:
@@ -102,6 +121,8 @@ def _render_limited(con, r) -> None:
 
     kv = r.kv_cache
     con.print(Text(f"{r.model.name} on {r.gpu.display_name}, vLLM {r.vllm_version}", style="bold"))
+    if r.verdict == "refused":  # vLLM refuses before any memory figure matters
+        con.print(Text("REFUSED: vLLM would not start", style="bold red"))
     con.print(Text(f"NOT PREDICTED: {r.not_modelled}", style="bold yellow"))
     con.print()
     con.print(Text("What is known:", style="bold"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-README_EXAMPLE = ("plan", "--model", "Qwen/Qwen3.6-27B-FP8", "--gpu", "h100-nvl", "--workload", "long-context",
+README_EXAMPLE = ("plan", "Qwen/Qwen3.6-27B-FP8", "--gpu", "h100-nvl", "--workload", "long-context",
                   "--concurrency", "8", "--max-gpu-memory-utilization", "0.75")
 
 
@@ -35,9 +35,12 @@ def test_readme_example_text_says_what_the_plan_is(run_cli):
     assert re.search(r"^--gpu-memory-utilization +0\.75 +the --max-gpu-memory-utilization cap; 23\.27 GiB stay "
                      r"outside vLLM's budget", text, re.M)
     assert re.search(r"^--kv-cache-dtype +auto +full precision \(bfloat16\) carries the workload", text, re.M)
-    assert re.search(r"^--max-num-seqs +13 +the pool holds 15 requests of 33,792 tokens; less 10% headroom", text, re.M)
+    assert re.search(r"^--max-num-seqs +13 +the pool holds 15 requests of 33,792 tokens; keeping 10% headroom, "
+                     r"15 / 1.1 \n? *= 13.64, rounded down 13 \(the target is 8\)", text, re.M)
     # the sentence, the budget bar and its legend, the alternatives, and the command
-    assert _flat(plan["summary"]) in flat and plan["summary"].startswith("We can only batch")
+    assert _flat(plan["summary"]) in flat
+    assert plan["summary"].startswith("The KV pool holds 15 requests of 33,792 tokens at once")
+    assert "against a target of 8" in plan["summary"]
     m = plan["estimate"]["memory"]
     assert f"weights {m['weights_bytes'] / 2**30:.2f} GiB" in text
     assert f"KV pool {m['kv_cache_bytes'] / 2**30:.2f} GiB" in text

@@ -275,7 +275,8 @@ spec:
         claimName: {{ printf "%s-model-cache" (include "vllm.fullname" $root) | quote }}
     {{- else if not $p.enabled }}
     - name: model-cache
-      emptyDir: {}
+      emptyDir:
+        sizeLimit: {{ $v.modelCache.sizeLimit | quote }}
     {{- end }}
     {{- if $v.shm.enabled }}
     - name: shm
