@@ -84,7 +84,7 @@ def render_text(report: CheckReport, stream: IO[str]) -> None:
         if f.rule in REGISTRY:
             con.print(Text(f"  fix: {REGISTRY[f.rule].remediation} ({docs_link(f.rule)})", style="dim"))
         if basis_phrase(f.basis):
-            con.print(Text(f"  rests on: {basis_phrase(f.basis)}", style="dim"))
+            con.print(Text(f"  rests on: {printable(basis_phrase(f.basis))}", style="dim"))
     con.print(summary_line(report))
 
 
