@@ -15,11 +15,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
-from configurator.admission.models import catalog_resolver
 from configurator.admission.shape import ShapeError, inspect, loads, object_problems
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
@@ -246,11 +244,9 @@ def collect(api: Any, namespace: str | None) -> list[Document]:
 
 def audit(opts: Options, *, context: str | None = None, namespace: str | None = None,
           in_cluster: bool = False) -> CheckReport:
-    """The cluster's workloads, evaluated as `check` would; models from the catalog only (a model path a
-    workload names is a path on the cluster's nodes, never opened here)."""
+    """The cluster's workloads, evaluated as `check` would, with its model lookup (configurator.model.resolver:
+    a model path a workload names is a path on the cluster's nodes, never opened here)."""
     api = _client(context, in_cluster)
-    if opts.model_resolver is None:
-        opts = replace(opts, model_resolver=catalog_resolver(tuple(opts.model_config_dirs)))
     docs = collect(api, namespace)
     try:
         return evaluate(docs, [], opts)
