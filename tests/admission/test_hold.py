@@ -161,9 +161,9 @@ def test_bind_errors_are_one_line_and_exit_2(run_cli, capsys):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        res = run_cli("webhook", "--host", "127.0.0.1", "--port", str(busy.getsockname()[1]))
+        res = run_cli("webhook", "--host", "127.0.0.1", "--port", str(busy.getsockname()[1]), "--insecure-http")
     assert res.exit_code == 2 and "cannot listen on" in res.output and "Traceback" not in res.output
-    res = run_cli("webhook", "--host", "no-such-host.invalid", "--port", str(free_port()))
+    res = run_cli("webhook", "--host", "no-such-host.invalid", "--port", str(free_port()), "--insecure-http")
     assert res.exit_code == 2 and "cannot listen on" in res.output
     res = run_cli("webhook", "--port", str(free_port()), "--tls-cert-file", "/nonexistent.crt",
                   "--tls-private-key-file", "/nonexistent.key")
