@@ -7,8 +7,9 @@ the new certificate without a restart. uvicorn shuts down gracefully on SIGTERM.
 uvicorn's included, is one JSON object.
 
 What holds it up under hostile or heavy traffic:
-- connections: at most `max_connections` past the TLS handshake (uvicorn's `limit_concurrency`
-  answers 503 at the limit; this module's protocol closes connections beyond it), a TLS handshake
+- connections: at most `max_connections` past the TLS handshake (this module's protocol closes
+  connections beyond it; uvicorn's `limit_concurrency`, connections plus requests in flight, is set
+  to twice that as a backstop that never decides first), a TLS handshake
   must finish within `handshake_timeout_s`, a request's headers must arrive within
   `header_timeout_s` of connecting or of the first byte after a response (the slowloris guard; uvicorn
   only times out keep-alive connections that have already served a request), idle keep-alive
@@ -258,11 +259,12 @@ class WebhookApp:
         if declared > self.s.max_body_bytes:
             return await self._reject(send, 413, f"body of {declared} bytes exceeds {self.s.max_body_bytes}", t0)
         held = [0]  # bytes of the budget this request holds
+        got: list[bytes] = []  # what has arrived and is kept (its head answers a body that never finishes)
         try:
             try:
-                body, scan = await asyncio.wait_for(self._read(receive, declared, held), self.s.body_timeout_s)
+                body, scan = await asyncio.wait_for(self._read(receive, declared, held, got), self.s.body_timeout_s)
             except asyncio.TimeoutError:
-                return await self._reject(send, 408, "request body not received in time", t0)
+                return await self._unfinished(send, got, t0)
             except _TooLarge:
                 return await self._reject(send, 413, f"body exceeds {self.s.max_body_bytes} bytes", t0)
             if body is None:  # the memory budget could not hold it: answered from what was scanned
@@ -367,10 +369,24 @@ class WebhookApp:
                   "rules": sorted({f.rule for f in v.findings}), "ms": round(dt * 1000, 2)})
         await _send(send, 200, json.dumps(out).encode())
 
-    async def _read(self, receive: Any, declared: int, held: list[int]) -> tuple[bytes | None, _Scan | None]:
+    async def _unfinished(self, send: Any, got: list[bytes], t0: float) -> None:
+        """A body not received in time: answered from its head when that holds the uid (an object that may name
+        vLLM is denied by default: what did not arrive cannot be read), else 408."""
+        scan = _Scan()
+        for c in got:
+            scan.feed(c)
+        uid = scan.uid()
+        if uid is None:
+            return await self._reject(send, 408, "request body not received in time", t0)
+        v = failure_verdict(f"request body not received within {self.s.body_timeout_s:g} s", self.s.on_failure,
+                            code=408, vllm=True if scan.mentions else None)
+        await self._answer(send, Request(uid=uid, object=None, dry_run=False), v, t0)
+
+    async def _read(self, receive: Any, declared: int, held: list[int],
+                    chunks: list[bytes]) -> tuple[bytes | None, _Scan | None]:
         """The body, counted against the memory budget before it is kept: (body, None); or, when the budget
-        cannot hold it, (None, scan) after reading it through without keeping it."""
-        chunks: list[bytes] = []
+        cannot hold it, (None, scan) after reading it through without keeping it. `chunks` holds what has
+        arrived and is kept, for the caller to read if this is cancelled."""
         size = 0
         scan: _Scan | None = None
         if declared and not self.budget.take(declared):
@@ -392,15 +408,17 @@ class WebhookApp:
                     scan = _Scan()
                     for c in chunks:
                         scan.feed(c)
-                    chunks = []
+                    chunks.clear()
                     self.budget.give(held[0])
                     held[0] = 0
             if scan is not None:
                 scan.feed(chunk)
+                chunks[:] = [scan.head]  # the head only: what a timeout answer reads
             else:
                 chunks.append(chunk)
             if not msg.get("more_body"):
                 if scan is not None:
+                    chunks.clear()
                     if held[0]:
                         self.budget.give(held[0])
                         held[0] = 0
@@ -487,6 +505,7 @@ def guarded_protocol(settings: WebhookSettings, metrics: _Metrics | None) -> typ
     class GuardedH11Protocol(H11Protocol):
         _guard: asyncio.TimerHandle | None = None
         _client: str | None = None  # the address this connection is counted under
+        clients = per_client  # connections past the handshake, by client address (read by _guard_accept)
 
         def _closed_by_guard(self, reason: str) -> None:
             if metrics is not None:
@@ -542,6 +561,42 @@ def guarded_protocol(settings: WebhookSettings, metrics: _Metrics | None) -> typ
             super().connection_lost(exc)
 
     return GuardedH11Protocol
+
+
+def _guard_accept(loop: Any, settings: WebhookSettings, protocol: type, metrics: _Metrics | None) -> None:
+    """Refuse a connection before its TLS handshake when its client address already holds its share
+    (connections being handshaken count too), or when as many handshakes as connections allowed are under
+    way: a storm of reconnecting clients then costs an accept and a close each, not a handshake each.
+    asyncio's selector loop accepts through `_accept_connection2` (CPython 3.8-3.13); without it, the
+    limits apply after the handshake only (GuardedH11Protocol)."""
+    accept = getattr(loop, "_accept_connection2", None)
+    clients = getattr(protocol, "clients", None)
+    if accept is None or clients is None:
+        return
+    pending: dict[str, int] = {}
+    total = [0]
+
+    async def guarded(protocol_factory: Any, conn: Any, extra: Any, *args: Any, **kwargs: Any) -> None:
+        peer = (extra or {}).get("peername")
+        addr = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        cap = settings.max_connections_per_client
+        if (cap and clients.get(addr, 0) + pending.get(addr, 0) >= cap) or total[0] >= settings.max_connections:
+            if metrics is not None:
+                metrics.closed.labels("refused-before-handshake").inc()
+            conn.close()
+            return
+        pending[addr] = pending.get(addr, 0) + 1
+        total[0] += 1
+        try:
+            await accept(protocol_factory, conn, extra, *args, **kwargs)
+        finally:
+            total[0] -= 1
+            if pending[addr] > 1:
+                pending[addr] -= 1
+            else:
+                del pending[addr]
+
+    loop._accept_connection2 = guarded
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -601,7 +656,7 @@ def build(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
     config = uvicorn.Config(app, host=host, port=port, ssl_certfile=cert, ssl_keyfile=key, log_config=None,
                             access_log=False, lifespan="on", timeout_keep_alive=settings.keep_alive_s,
                             timeout_graceful_shutdown=20, h11_max_incomplete_event_size=settings.max_header_bytes,
-                            limit_concurrency=settings.max_connections, server_header=False,
+                            limit_concurrency=2 * settings.max_connections, server_header=False,
                             http=guarded_protocol(settings, app.metrics))
     try:
         config.load()
@@ -643,6 +698,7 @@ def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
             return create_server(*args, **kwargs)
 
         loop.create_server = with_handshake_timeout  # type: ignore[method-assign]
+        _guard_accept(loop, settings, config.http, _app.metrics)
         watcher = asyncio.create_task(_watch_certificate(config, cert, key, reload_every_s)) if cert and key else None
         try:
             await server.serve(sockets=[sock])
