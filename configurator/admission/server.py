@@ -126,6 +126,9 @@ class _Lane:
         self.busy = 0
         self._lock = threading.Lock()
 
+    def full(self) -> bool:
+        return self.busy >= self.capacity
+
     def submit(self, fn: Any, *args: Any) -> Future | None:
         with self._lock:
             if self.busy >= self.capacity:
@@ -277,6 +280,10 @@ class WebhookApp:
                 return await self._answer(send, Request(uid=uid, object=None, dry_run=False), v, t0)
             progress = _Progress()
             heavy = len(body) > self.s.inline_body_bytes
+            if self.lanes[1].full() and (heavy or body.count(b'"image"') > self.s.heavy_containers):
+                # heavy by its size or by the containers its bytes name (a bound, counted without parsing), and
+                # the heavy lane is full: answered from a scan, without spending the event loop on a parse
+                return await self._overloaded(send, self.lanes[1], progress, body, t0)
             if not heavy:
                 try:  # small: parsed here, once, and answered here when the verdict is cached
                     req = parse_request(loads(body))
