@@ -18,6 +18,32 @@ FILES = sorted(p for p in (ROOT / "tests" / "corpus" / "real").rglob("*.y*ml") i
     sorted((ROOT / "tests" / "manifests").glob("*.y*ml"))
 
 
+_APP = None
+
+
+def _webhook(obj: dict, uid: str) -> dict:
+    """The AdmissionReview response of the webhook's ASGI app (server.WebhookApp) for one object."""
+    import asyncio
+
+    import httpx
+
+    from configurator.admission.server import WebhookApp, WebhookSettings
+
+    global _APP
+    if _APP is None:
+        _APP = WebhookApp(WebhookSettings(budget_s=60))
+    body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": {"uid": uid, "operation": "CREATE", "object": obj}})
+
+    async def go():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_APP), base_url="http://hook") as c:
+            return await c.post("/validate", content=body)
+
+    r = asyncio.run(go())
+    assert r.status_code == 200, r.text
+    return r.json()["response"]
+
+
 def _ref(obj: dict) -> tuple:
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     return obj.get("kind"), meta.get("name")
@@ -49,8 +75,11 @@ def test_check_and_webhook_agree_on_every_object(path):
         for f in mine:
             if f.severity != "error" or v.allowed:
                 assert any(w.startswith(f"vllm-configurator {f.rule}:") for w in v.warnings), (f.rule, v.warnings)
-    # the file as a whole: the webhook denies one of its objects iff `check` fails it
-    denied = any(not assess(copy.deepcopy(o), Options()).allowed for o in objects)
+    # the file as a whole, through the live webhook's own path (parse, cache, lanes): it denies one of the
+    # file's objects iff `check` fails the file
+    answers = [_webhook(o, f"u{i}") for i, o in enumerate(objects)]
+    assert all(a["uid"] == f"u{i}" for i, a in enumerate(answers))
+    denied = any(a["allowed"] is False for a in answers)
     assert denied is any(f.severity == "error" for f in report.findings)
 
 
