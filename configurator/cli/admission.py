@@ -20,8 +20,8 @@ _FAILURE_CHOICES = ["deny", "allow-with-warning", "allow"]
 
 
 @click.command("webhook")
-@click.option("--host", default="0.0.0.0", show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True)
+@click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True, help="Port to listen on.")
 @click.option("--tls-cert-file", "cert", type=click.Path(dir_okay=False), default=None,
               help="Certificate (PEM); re-read when it changes on disk.")
 @click.option("--tls-private-key-file", "key", type=click.Path(dir_okay=False), default=None,
@@ -35,17 +35,18 @@ _FAILURE_CHOICES = ["deny", "allow-with-warning", "allow"]
               help="What an error finding does: deny the object, or allow it with warnings.")
 @click.option("--on-failure", type=click.Choice(_FAILURE_CHOICES), default="deny", show_default=True,
               help="What a review that cannot be completed (timeout, overload, malformed object, internal error) "
-                   "does for an object naming vLLM: deny it, or allow it with a warning saying it was not checked "
-                   "(`allow` is read as allow-with-warning). Other objects are always allowed.")
+                   "does for an object that may hold a vLLM server: deny it, or allow it with a warning saying it was "
+                   "not checked (`allow` is read as allow-with-warning). Other objects are always allowed.")
 @click.option("--budget", type=click.FloatRange(0, 60, min_open=True), default=2.0, show_default=True,
               help="Seconds per review (more than 0; keep below the webhook's timeoutSeconds).")
-@click.option("--max-body-bytes", type=click.IntRange(1024, 64 << 20), default=3 << 20, show_default=True)
+@click.option("--max-body-bytes", type=click.IntRange(1024, 64 << 20), default=3 << 20, show_default=True,
+              help="Largest request body read; a larger one is answered HTTP 413.")
 @click.option("--body-timeout", type=click.FloatRange(0, 300, min_open=True), default=5.0, show_default=True,
               help="Seconds a client may take to send its request body.")
 @click.option("--cert-reload-interval", type=click.FloatRange(1, 3600), default=2.0, show_default=True,
               help="Seconds between checks of the certificate files for rotation (at least 1).")
 @click.option("--max-connections", type=click.IntRange(1, 100_000), default=1000, show_default=True,
-              help="Connections held at once; more are closed (uvicorn answers 503 at the limit).")
+              help="Connections held at once (handshakes under way included); more are closed at once.")
 @click.option("--max-connections-per-client", type=click.IntRange(0, 100_000), default=256, show_default=True,
               help="Connections held at once from one client address (0: no limit); more are closed at once.")
 @click.option("--header-timeout", type=click.FloatRange(0, 300, min_open=True), default=5.0, show_default=True,
@@ -91,9 +92,10 @@ def webhook_cmd(host, port, cert, key, insecure_http, config_path, gpu, on_error
 
 
 @click.command("review")
-@click.option("--config", "config_path", default=None)
-@click.option("--gpu", default=None)
-@click.option("--on-error", type=click.Choice(["deny", "warn"]), default="deny", show_default=True)
+@click.option("--config", "config_path", default=None, help="The same config file as `check`.")
+@click.option("--gpu", default=None, help="GPU assumed when a workload does not say.")
+@click.option("--on-error", type=click.Choice(["deny", "warn"]), default="deny", show_default=True,
+              help="What an error finding does: deny the object, or allow it with warnings.")
 @click.option("--on-failure", type=click.Choice(_FAILURE_CHOICES), default="deny", show_default=True,
               help="As for `webhook`: what an object that cannot be checked gets.")
 def review_cmd(config_path, gpu, on_error, on_failure) -> None:
@@ -141,12 +143,13 @@ def review_cmd(config_path, gpu, on_error, on_failure) -> None:
 @click.option("--context", default=None, help="kubeconfig context (default: the current one).")
 @click.option("--namespace", "-n", default=None, help="One namespace (default: all).")
 @click.option("--in-cluster", is_flag=True, help="Use the pod's service account.")
-@click.option("--config", "config_path", default=None)
+@click.option("--config", "config_path", default=None, help="The same config file as `check`.")
 @click.option("--gpu", default=None, help="GPU assumed when neither the workload nor its nodes say.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text",
               show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None)
-@click.option("--strict", is_flag=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report to this file instead of standard output.")
+@click.option("--strict", is_flag=True, help="Warnings fail the run too.")
 def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, strict) -> None:
     """Check the workloads of a live cluster, the GPU type read from their nodes' labels.
 
