@@ -41,6 +41,9 @@ def test_renders_valid_objects(args):
     assert hook["failurePolicy"] == ("Fail" if "webhook.failurePolicy=Ignore" not in args else "Ignore")
     probe = dep["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]
     assert probe["path"] == "/readyz"
+    groups = {g for r in hook["rules"] for g in r["apiGroups"]}
+    assert {"", "apps", "batch", "serving.kserve.io", "kaito.sh", "kubeai.org", "ray.io", "nvidia.com",
+            "orchestration.aibrix.ai", "leaderworkerset.x-k8s.io"} <= groups  # every format `check` reads
     pdb = next(o for o in objs if o["kind"] == "PodDisruptionBudget")
     assert pdb["spec"]["minAvailable"] == 1 and dep["spec"].get("replicas", 2) >= 2
     hpa = [o for o in objs if o["kind"] == "HorizontalPodAutoscaler"]
