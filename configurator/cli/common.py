@@ -39,8 +39,8 @@ MODEL_CONFIG_HELP = ("NAME=PATH: the config.json, model folder or catalog id for
                      "(NAME.json with / as __, or NAME/config.json); a bare config.json or model folder is for "
                      "the model. Repeatable.")
 FORMAT_HELP = ("Report format: text; JSON on standard output (an error that exits 2 is {\"error\": ...} then); "
-               "or html: one self-contained page (inline SVG and CSS, no network) with the memory budget and concurrency "
-               "against context drawn")
+               "or html: one self-contained page (inline SVG and CSS, no network) with the memory budget and "
+               "concurrency against context drawn")
 
 
 def release_range() -> str:
