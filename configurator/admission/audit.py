@@ -15,11 +15,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
-from configurator.admission.models import catalog_resolver
 from configurator.admission.shape import ShapeError, inspect, loads, object_problems
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
@@ -373,13 +371,11 @@ EVALUATE_BATCH = 500  # workloads evaluated between two looks at the deadline
 
 def audit(opts: Options, *, context: str | None = None, namespace: str | None = None,
           in_cluster: bool = False, deadline_s: float | None = DEFAULT_DEADLINE_S) -> CheckReport:
-    """The cluster's workloads, evaluated as `check` would; models from the catalog only (a model path a
-    workload names is a path on the cluster's nodes, never opened here). The whole run stops with one
-    InputError line once `deadline_s` has passed (listing, or between batches of evaluation)."""
+    """The cluster's workloads, evaluated as `check` would, with its model lookup (configurator.model.resolver:
+    a model path a workload names is a path on the cluster's nodes, never opened here). The whole run stops
+    with one InputError line once `deadline_s` has passed (listing, or between batches of evaluation)."""
     deadline = _Deadline(deadline_s)
     api = _client(context, in_cluster)
-    if opts.model_resolver is None:
-        opts = replace(opts, model_resolver=catalog_resolver(tuple(opts.model_config_dirs)))
     docs = collect(api, namespace, deadline)
     if len(docs) <= EVALUATE_BATCH:
         deadline.check("evaluating the workloads")

@@ -38,7 +38,9 @@ MODEL_CONFIG_HELP = ("NAME=PATH: the config.json, model folder or catalog id for
                      "path inside a container (`/models/llama=./llama/config.json`); or a FOLDER of config files "
                      "(NAME.json with / as __, or NAME/config.json); a bare config.json or model folder is for "
                      "the model. Repeatable.")
-FORMAT_HELP = "Report format: text, or JSON on standard output (an error that exits 2 is {\"error\": ...} then)"
+FORMAT_HELP = ("Report format: text; JSON on standard output (an error that exits 2 is {\"error\": ...} then); "
+               "or html: one self-contained page (inline SVG and CSS, no network) with the memory budget and "
+               "concurrency against context drawn")
 
 
 def release_range() -> str:

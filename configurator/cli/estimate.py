@@ -73,7 +73,7 @@ class _EstimateCommand(click.Command):
 @click.option("--entry-point", "entry", type=click.Choice(["server", "offline"]), default="server",
               show_default=True, help="`vllm serve` (OpenAI server) or the offline LLM class: their batch "
               "defaults differ.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True,
               help=common.FORMAT_HELP + " (schemas/estimate.schema.json).")
 @_flag_options
 @click.argument("serve_command", nargs=-1, type=click.UNPROCESSED, shell_complete=common.complete_model)
@@ -133,7 +133,7 @@ def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_use
     common.gpu_note(gpu)
     code = ExitCode.NOT_PREDICTED if result.verdict == "not-predicted" else \
         ExitCode.OK if result.fits else ExitCode.FAIL
-    if fmt == "json":
+    if fmt != "text":
         from configurator.report import ESTIMATE_FORMATS
 
         common.finish(lambda: ESTIMATE_FORMATS[fmt](result, sys.stdout), code)

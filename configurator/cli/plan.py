@@ -66,7 +66,7 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--best-effort", "best_effort", is_flag=True,
               help="With --emit: when no plan carries the target, emit the best plan (the flags that carry the most "
                    "of it) anyway; the exit code stays 1.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "html"]), default="text", show_default=True,
               help=common.FORMAT_HELP + " (schemas/plan.schema.json).")
 def plan_cmd(model_arg, model, model_configs, revision, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context,
              prompt_tokens, output_tokens, concurrency, headroom, max_util, gpu_memory_used, kv_cache_dtype, tp, pp,
@@ -124,6 +124,12 @@ def plan_cmd(model_arg, model, model_configs, revision, gpu, gpu_memory, gpus, g
             click.echo(f"error: no plan carries the workload, nothing was emitted: {why}", err=True)
     elif fmt == "json":
         _write(result.model_dump_json(indent=2) + "\n", output, force, inputs)
+    elif fmt == "html":
+        import json
+
+        from configurator.report.html import render_html
+
+        _write(render_html("plan", json.loads(result.model_dump_json())), output, force, inputs)
     elif output:
         import io
 

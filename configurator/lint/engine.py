@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +22,7 @@ from configurator.lint.config import LintConfig, Settings
 from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release, ngc_tag
 from configurator.lint.load import Document, Problem
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
+from configurator.model.resolver import manifest_model
 
 IGNORE_ANNOTATION = ANNOTATION_PREFIX + "ignore"  # "rule-a,rule-b" or "all" (no reason)
 IGNORE_ALL_ANNOTATION = ANNOTATION_PREFIX + "ignore-all"  # "<reason>"
@@ -143,59 +143,20 @@ class Options:
 
 # -- model, GPU, release ------------------------------------------------------------------------------
 
-def _on_this_machine(name: str) -> bool:
-    """Whether a model name from a manifest happens to name a file or folder where `check` runs (`/models/llama`
-    on a machine that has one, `Qwen/Qwen3-8B` beside the manifests): the resolver would read it."""
-    try:
-        return Path(name).expanduser().exists()
-    except (OSError, ValueError):  # a name too long for a path, a NUL
-        return False
-
-
 def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None,
            local_ok: bool = False) -> tuple[Any, str | None]:
-    """The ModelSpec a server's model name stands for, or (None, why). A name written in a manifest (or in
-    the vllm-configurator.io/model annotation) is never read from this machine's files: `/mnt/models` or a
-    PVC mount is a path inside the container, and a folder of the same name here is a coincidence. Only the
-    config's `models:` map (`local_ok`) and --model-config folders point at local files."""
+    """The ModelSpec a server's model name stands for, or (None, why): configurator.model.resolver, the one
+    lookup `check`, `review`, the webhook and `audit` share (a path a manifest names is never read here)."""
     key = (name, local_ok, dirs)
-    if key in cache:
-        return cache[key]
-    from configurator.model.resolve import load_local, resolve_model
-
-    result: tuple[Any, str | None]
-    try:
+    if key not in cache:
         if resolver is not None:
-            result = (resolver(name), None)
-            cache[key] = result
-            return result
-        for d in dirs:
-            for cand in (Path(d) / (name.replace("/", "__") + ".json"), Path(d) / name / "config.json",
-                         Path(d) / name.rsplit("/", 1)[-1] / "config.json"):
-                if cand.is_file():
-                    result = (load_local(cand), None)
-                    cache[key] = result
-                    return result
-        if not local_ok and "://" in name:  # pvc://, s3://, gs:// (KServe storageUri): a location, not a model
-            result = (None, f"model '{name}' is a storage location, which names no model offline; map it with "
-                            f"`models: {{\"{name}\": <model id or config.json>}}` in .vllm-configurator.yaml, the "
-                            f"{MODEL_ANNOTATION} annotation, or --model-config '{name}=PATH'")
-        elif not local_ok and _on_this_machine(name):
-            from configurator.admission.models import catalog_resolver
-
-            try:  # the catalog alone: a Hub-shaped id that is also a folder here still finds its profile
-                result = (catalog_resolver(())(name), None)
-            except (ConfiguratorError, OSError, ValueError):
-                hint = (f"a path inside the container is not read from this machine; map it with `models: {{{name}: "
-                        f"<model id or config.json>}}` in .vllm-configurator.yaml, the {MODEL_ANNOTATION} "
-                        f"annotation, or --model-config")
-                result = (None, f"model '{name}' cannot be resolved offline: {hint}")
+            try:
+                cache[key] = (resolver(name), None)
+            except (ConfiguratorError, OSError, ValueError) as e:
+                cache[key] = (None, f"model '{name}' cannot be resolved offline: {e}")
         else:
-            result = (resolve_model(name, allow_hub=False), None)
-    except (ConfiguratorError, OSError, ValueError) as e:  # ValueError: a local file that is not JSON
-        result = (None, f"model '{name}' cannot be resolved offline: {e}")
-    cache[key] = result
-    return result
+            cache[key] = manifest_model(name, dirs, local_ok)
+    return cache[key]
 
 
 def _find(name: str) -> Any:

@@ -17,4 +17,12 @@ def _json(result: Any, stream: IO[str]) -> None:
     stream.write("\n")
 
 
-ESTIMATE_FORMATS: dict[str, Callable[[Any, IO[str]], None]] = {"text": _text, "json": _json}
+def _html(result: Any, stream: IO[str]) -> None:
+    import json
+
+    from configurator.report.html import render_html
+
+    stream.write(render_html("estimate", json.loads(result.model_dump_json())))
+
+
+ESTIMATE_FORMATS: dict[str, Callable[[Any, IO[str]], None]] = {"text": _text, "json": _json, "html": _html}
