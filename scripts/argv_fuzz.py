@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         slowest = max(slowest, (dt, args), key=lambda x: x[0])
         codes[args[0]][res.exit_code] += 1
         exc = res.exception
-        if (exc is not None and not isinstance(exc, SystemExit)) or res.exit_code not in (0, 1, 2) \
+        if (exc is not None and not isinstance(exc, SystemExit)) or res.exit_code not in (0, 1, 2, 3) \
                 or "Traceback" in res.output:
             failures.append((i, args, f"{type(exc).__name__}: {str(exc)[:120]}"))
     total = time.perf_counter() - start
@@ -85,7 +85,7 @@ def hostile(a: argparse.Namespace) -> int:
             slowest = max(slowest, time.perf_counter() - t0)
             codes[res.exit_code] += 1
             exc = res.exception
-            if (exc is not None and not isinstance(exc, SystemExit)) or res.exit_code not in (0, 1, 2) \
+            if (exc is not None and not isinstance(exc, SystemExit)) or res.exit_code not in (0, 1, 2, 3) \
                     or "Traceback" in res.output:
                 failures.append((i, args, f"{type(exc).__name__}: {str(exc)[:120]}"))
             elif must_deny and (res.exit_code != 1 or '"allowed": false' not in res.output):
