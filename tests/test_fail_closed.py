@@ -91,9 +91,14 @@ def test_any_exception_in_evaluation_is_an_error_that_denies(monkeypatch, run_cl
     assert run_cli("check", str(f_)).exit_code == 1
 
 
-def test_an_annotation_cannot_silence_an_internal_error():
-    text = pod([*REFUSED, *HOSTILE[0]], {"vllm-configurator.io/ignore-all": "trust me",
-                                         "ignore-check.vllm-configurator.io/internal-error": "trust me"})
+def test_an_annotation_cannot_silence_an_internal_error(monkeypatch):
+    # a fault while evaluating (the hostile flag values themselves are now refused as invalid-flag before any
+    # evaluation: tests/lint/test_shell_args.py), on a pod whose annotations try to silence everything
+    def boom(*a, **k):
+        raise RecursionError("maximum recursion depth exceeded")
+    monkeypatch.setattr(engine, "_estimate_once", boom)
+    text = pod(REFUSED, {"vllm-configurator.io/ignore-all": "trust me",
+                         "ignore-check.vllm-configurator.io/internal-error": "trust me"})
     report = _evaluate(text)
     assert [f.rule for f in report.findings if f.severity == "error"] == ["internal-error"]
     assert _admission(text)["allowed"] is False
