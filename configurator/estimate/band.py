@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import yaml
-
 from configurator.model.spec import ModelSpec
-from configurator.resources import data_path
+from configurator.resources import load_yaml
 from configurator.units import GiB, MiB
 from configurator.vllm.versions import _key
 
@@ -46,8 +44,7 @@ def architecture_class(model: ModelSpec) -> str:
 @lru_cache(maxsize=1)
 def _table() -> dict:
     try:
-        with open(data_path("profiles", "error_bands.yaml"), encoding="utf-8") as f:
-            return dict(yaml.safe_load(f)["bands"])
+        return dict(load_yaml("profiles", "error_bands.yaml")["bands"])
     except FileNotFoundError:  # pragma: no cover - the table ships with the package
         return {}
 
