@@ -6,8 +6,9 @@ function, or under `if TYPE_CHECKING` (a type-only import is still a dependency 
 
 Layers, top to bottom (a module may import its own layer and any layer below it):
 
-    cli -> report / admission / emit -> plan / lint -> calibration -> estimate -> hardware -> vllm / memory
-        -> model -> base (errors, units, resources, safe_io, ...: every top-level module not named here)
+    cli -> report / admission / emit -> plan / lint -> calibration -> estimate / speed -> hardware
+        -> vllm / memory -> model -> base (errors, units, resources, safe_io, ...: every top-level module not
+        named here)
 
 Besides the layers, the emitters render a plan's result and never call the solver: `configurator.emit.*`
 must not import `configurator.plan` (the result types live in configurator/plan_result.py).
@@ -28,7 +29,7 @@ LAYERS: dict[str, int] = {
     "report": 8, "admission": 8, "emit": 8,
     "plan": 7, "plan_result": 7, "lint": 7,
     "calibration": 6,
-    "estimate": 5,
+    "estimate": 5, "speed": 5,  # speed: the throughput model of the `speed` branch, beside the memory estimate
     "hardware": 4,
     "vllm": 3, "memory": 3,
     "model": 2,
