@@ -14,7 +14,7 @@ schemas:  ## everything generated from the code: JSON Schemas, the chart's schem
 	$(PYTHON) scripts/gen_chart_schema.py
 	$(PYTHON) scripts/gen_rules_doc.py
 
-BENCHMARKS = accuracy kv_reproduction error_band real_corpus cold_start plan_speed check_speed webhook_load
+BENCHMARKS = accuracy kv_reproduction error_band real_corpus cold_start plan_speed check_speed webhook_load webhook_flood speed_accuracy
 
 # every benchmark runs (a failure does not hide the ones after it); exits 1 when any missed its target
 bench:  ## every script in benchmarks/: each exits non-zero when its own stated claim is not met

@@ -25,7 +25,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy
 
-from configurator.estimate.band import FLOOR_BYTES, architecture_class, era_of
+from configurator.estimate.band import FLOOR_BYTES, GPU_KINDS, architecture_class, era_of, gpu_kind
+from configurator.hardware.catalog import find_gpu
 from configurator.units import GiB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +44,7 @@ def residuals(ev: dict | None = None) -> list[dict]:
         if r.get("cv_kv") is None:
             continue
         out.append({"id": c.id, "era": era_of(r["version"]), "class": architecture_class(c.model),
+                    "gpu_kind": gpu_kind(find_gpu(c.gpu["gpu"])) if "gpu" in c.gpu else "",
                     "group": c.group, "residual": r["cv_kv"] - c.logged_kv})
     return out
 
@@ -58,6 +60,12 @@ def band(rows: list[dict]) -> tuple[int, int]:
 def table(rows: list[dict]) -> dict:
     lo, hi = band(rows)
     return {"all": {"below_gib": round(lo / GiB, 2), "above_gib": round(hi / GiB, 2), "records": len(rows)}}
+
+
+def gpu_classes(rows: list[dict]) -> dict:
+    """Records behind the band by GPU class (estimate/band.py GPU_KINDS; a GPU given by its memory has none):
+    a class with 0 gets the widened band of an unvalidated class."""
+    return {k: sum(r["gpu_kind"] == k for r in rows) for k in GPU_KINDS}
 
 
 def coverage(rows: list[dict]) -> float:
@@ -88,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                        "# every record it runs that logs its available KV. below_gib: how far vLLM's figure\n"
                        "# may fall below the prediction; above_gib: how far above. Both are the\n"
                        f"# {QUANTILE:.0%} quantile of the absolute residuals; one 'all' row: too few records\n"
-                       "# per era / architecture cell.\n"
-                       + yaml.safe_dump({"bands": t}, sort_keys=False))
+                       "# per era / architecture cell. gpu_classes: the records by GPU class; a class\n"
+                       "# with none gets the widened band of estimate/band.py UNSEEN_CLASS_FRACTION.\n"
+                       + yaml.safe_dump({"bands": t, "gpu_classes": gpu_classes(rows)}, sort_keys=False))
         print(f"wrote {OUT.relative_to(ROOT)}")
     return 0 if cov >= COVERAGE_TARGET else 1
 

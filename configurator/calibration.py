@@ -48,26 +48,28 @@ class Calibration(BaseModel):
     source: str = Field(description="the log file it came from")
 
 
-def write_calibration(cal: Calibration, path: Path, *, force: bool = False) -> None:
-    """Write YAML (or JSON for *.json); refuses to overwrite an existing file unless forced."""
-    if path.exists() and not force:
-        raise InputError(f"{path} exists; pass --force to replace it (nothing was written)")
+def write_calibration(cal: Calibration, path: Path, *, force: bool = False, inputs: tuple[str, ...] = ()) -> None:
+    """Write YAML (or JSON for *.json) with safe_io.write_output: an existing file is refused unless forced,
+    and one of `inputs` (the log it came from) always."""
+    from configurator.safe_io import write_output
+
     data = cal.model_dump(mode="json")
     text = json.dumps(data, indent=2) + "\n" if path.suffix == ".json" else \
         "# vllm-configurator calibration (schemas/calibration.schema.json)\n" + yaml.safe_dump(data, sort_keys=False)
-    path.write_text(text, encoding="utf-8")
+    write_output(path, text, force=force, inputs=inputs)
 
 
 def read_calibration(path: str | Path) -> Calibration:
     p = Path(path)
-    try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{p}: cannot read calibration file ({e.strerror})") from None
+    from configurator.safe_io import MAX_SMALL_FILE_BYTES, check_depth, read_text_file
+
+    # bounded: never a FIFO or device, at most MAX_SMALL_FILE_BYTES (configurator/safe_io.py)
+    raw = read_text_file(p, cap=MAX_SMALL_FILE_BYTES, what=f"{p}: calibration file")
     try:
         data = json.loads(raw) if p.suffix == ".json" else yaml.safe_load(raw)
-    except (json.JSONDecodeError, yaml.YAMLError):
+    except (json.JSONDecodeError, yaml.YAMLError, RecursionError):
         raise InputError(f"{p}: calibration file is not valid {'JSON' if p.suffix == '.json' else 'YAML'}") from None
+    check_depth(data, f"{p}: calibration file")
     try:
         return Calibration.model_validate(data)
     except ValidationError as e:
@@ -214,8 +216,10 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     pred = estimate(EstimateRequest(model=spec, gpu=gpu, gpu_memory=gpu_memory, vllm_version=b.version, flags=f))
     pm = pred.memory
     predicted = pred.not_modelled is None
-    total = log.total_memory_bytes or pm.total_bytes
-    util = float(pred.flags["gpu_memory_utilization"])
+    total = log.total_memory_bytes or pm.total_bytes or pred.gpu.total_bytes  # the last: a release not predicted
+    # a release the estimate does not model (below 0.8) resolves no flags: the run's own, else vLLM's default
+    # 0.9 (EngineArgs.gpu_memory_utilization, vllm/engine/arg_utils.py, every release 0.6-0.33)
+    util = float(pred.flags.get("gpu_memory_utilization") or f.get("gpu_memory_utilization") or 0.9)
     requested = log.requested_bytes or requested_bytes(total, util, b.requested_rounding)
     weights = log.model_loading_bytes or log.weights_usage_bytes
     if available is None:
@@ -247,6 +251,12 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     graphs = (log.cudagraph_estimate_bytes or log.cudagraph_bytes) if b.cudagraph_estimate else None
     graphs_after = None if b.cudagraph_estimate else (log.graph_capture_bytes or log.cudagraph_bytes
                                                         or log.cudagraph_pool_bytes)
+    if requested - weights - available < 0:  # more weights and KV cache than vLLM was allowed: not one run's log
+        gib = 1 << 30
+        raise InputError(f"{source}: the log's numbers are impossible: weights {weights / gib:.2f} GiB + available KV "
+                         f"cache {available / gib:.2f} GiB exceed the {requested / gib:.2f} GiB vLLM may use "
+                         f"(gpu_memory_utilization {util:g} x {total / gib:.2f} GiB): not calibrated (another GPU's "
+                         "log, several runs mixed, or a different --gpu-memory-utilization: pass it after --)")
     measured = MeasuredMemory(total_bytes=total, requested_bytes=requested, weights_bytes=weights,
                               activation_bytes=activation, non_torch_bytes=log.non_torch_bytes,
                               cudagraph_bytes=graphs, overhead_bytes=requested - weights - available,

@@ -8,11 +8,13 @@ from pydantic import BaseModel, Field
 
 
 class ExitCode(IntEnum):
-    """What the CLI returns: 0 fits / clean, 1 vLLM would refuse / error findings, 2 bad input."""
+    """What the CLI returns: 0 fits / clean, 1 vLLM would refuse / error findings, 2 bad input,
+    3 not predicted (`estimate` without a GPU, or a start-up vLLM runs on its V0 engine: no verdict)."""
 
     OK = 0
     FAIL = 1
     USAGE = 2
+    NOT_PREDICTED = 3
 
 
 class ConfiguratorError(Exception):

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from configurator.calibration import Calibration
 from configurator.errors import InputError
 from configurator.estimate import EstimateRequest, EstimateResult, estimate, request_bytes
+from configurator.estimate.loadable import block_shape_refusal, removed_architecture
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, list_gpus, newest_release_for, no_kernel_image
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
@@ -131,12 +132,23 @@ def _parallel_options(model: ModelSpec, req: PlanRequest) -> list[tuple[int, int
         return [(req.tensor_parallel_size or 1, req.pipeline_parallel_size or 1)]
     out = [(req.gpus // pp, pp) for pp in _divisors(req.gpus)
            if pp <= model.num_hidden_layers and _splits_heads(model, req.gpus // pp)]
+    # a layout whose block-quantized shards vLLM refuses (even with --enable-expert-parallel) does not load
+    loads = [o for o in out if _expert_parallel(model, o[0]) or not block_shape_refusal(model, {}, o[0])]
+    out = loads or out
     # tensor parallelism within a node (NVLink) first; pipeline stages across nodes (vLLM's advice)
     out.sort(key=lambda o: (o[0] > req.gpus_per_node, o[1]))
     if not out:
         raise InputError(f"{req.gpus} GPUs cannot be split into tensor x pipeline parallelism for this model "
                          f"({model.num_attention_heads} attention heads, {model.num_hidden_layers} layers)")
     return out
+
+
+def _expert_parallel(model: ModelSpec, tp: int) -> bool:
+    """--enable-expert-parallel where plain TP would not load and EP would: a block-quantized MoE whose
+    per-rank expert width is not a whole number of blocks (Qwen3-235B-A22B-FP8 at TP 8: 1,536 / 8 = 192)
+    keeps whole experts per rank under EP (configurator/estimate/loadable.py)."""
+    return bool(block_shape_refusal(model, {}, tp)) and \
+        not block_shape_refusal(model, {"enable_expert_parallel": True}, tp)
 
 
 def _layout(tp: int, pp: int) -> str:
@@ -166,6 +178,8 @@ def _evaluate(model: ModelSpec, gpu: GPU, req: PlanRequest, tp: int, pp: int, kv
               max_len: int, max_num_seqs: int | None = None) -> _Candidate:
     flags: dict[str, Any] = {"gpu_memory_utilization": util, "kv_cache_dtype": kv, "max_model_len": max_len,
                              "tensor_parallel_size": tp, "pipeline_parallel_size": pp}
+    if _expert_parallel(model, tp):
+        flags["enable_expert_parallel"] = True
     if max_num_seqs:
         flags["max_num_seqs"] = max_num_seqs
     if req.quantization:
@@ -289,6 +303,8 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
                                        "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens")}
     if req.quantization:
         flags["quantization"] = req.quantization
+    if res.flags.get("enable_expert_parallel"):
+        flags["enable_expert_parallel"] = True
     cap = Capacity(target_concurrency=w.concurrency, typical_tokens=w.typical_tokens, headroom=h,
                    requests_at_typical_length=final.at_typical,
                    requests_at_max_model_len=res.kv_cache.max_concurrency)
@@ -378,6 +394,11 @@ def _reasons(model: ModelSpec, req: PlanRequest, final: _Candidate, status: str,
         if tried:
             why += f" ({', '.join(_layout(*o) for o in tried)} carried less)"
         reasons.append(Reason(flag="tensor_parallel_size", value=final.tp, why=why))
+    if res.flags.get("enable_expert_parallel"):
+        refusal = block_shape_refusal(model, {}, final.tp)
+        reasons.append(Reason(flag="enable_expert_parallel", value=True, why=(
+            f"at tensor parallel {final.tp} without it vLLM refuses to load the block-quantized experts "
+            f"(\"{refusal}\"); expert parallelism keeps whole experts on each GPU")))
     return reasons
 
 
@@ -416,6 +437,14 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
     shortfall = max(need_n * per_request - res.memory.kv_cache_bytes, 1 << 20)  # a negative pool adds
     reason = res.errors[0] if res.errors else "vLLM would not start"
     arch = no_kernel_image(gpu, version, SUPPORTED)
+    # what stops vLLM before any memory figure matters (configurator/estimate/loadable.py), or no prediction at all
+    before = removed_architecture(model, version) or block_shape_refusal(model, res.flags, best.tp)
+    if before:
+        arch = f"Does not start: {before}"
+    elif res.verdict == "not-predicted":
+        arch = f"Not predicted: {res.not_modelled}"
+    elif arch:
+        arch = f"Does not start: vLLM {version} has no kernels for {gpu.name}: {arch}"
     layouts = ""
     if len(parallel) > 1:
         layouts = (f" No split of the {req.gpus} GPUs starts ({', '.join(_layout(*o) for o in parallel)}); shown is "
@@ -429,8 +458,9 @@ def _nothing_starts(model: ModelSpec, gpu: GPU, req: PlanRequest, evaluated: lis
             "pipeline_parallel_size", "max_num_batched_tokens")},
         estimate=res, capacity=None, reasons=[], alternatives=[],
         remedies=_remedies(model, gpu, req, best) if with_remedies else [], shortfall_bytes=0 if arch else shortfall,
-        # a release without kernels for the GPU fails before memory matters: no shortfall to report
-        summary=f"Does not start: vLLM {version} has no kernels for {gpu.name}: {arch}" if arch else
+        # a release without kernels for the GPU, a removed architecture, a block-quantized shard vLLM refuses or a
+        # start-up not predicted: no shortfall to report
+        summary=arch if arch else
         (f"Does not fit: vLLM would start with none of the candidates; {format_gib(shortfall)} GiB short per "
          f"GPU for the weights, overheads and the KV cache the workload needs, with {best.kv} KV at "
          f"utilization {best.util:g}: {reason}{layouts}"))

@@ -32,6 +32,10 @@ class NotRegularFile(InputError):
     """A path names a FIFO, device, socket or other non-regular file."""
 
 
+class TooDeep(InputError):
+    """Parsed data nests deeper than its bound."""
+
+
 def special_kind(path: Path) -> str | None:
     """'FIFO', 'character device', ... for a non-regular file (following symlinks); None for a regular
     file or a folder. Raises OSError when the path cannot be stat'ed."""
@@ -115,6 +119,54 @@ def decode_text(data: bytes, what: str) -> str:
         raise InputError(f"{what}: not UTF-8 text (line {line})") from None
 
 
+MAX_JSON_BYTES = 32 << 20  # a config.json, hf_quant_config.json or safetensors index (the largest real: ~9 MB)
+MAX_SMALL_FILE_BYTES = 4 << 20  # a workload or calibration file: a few hundred bytes in practice
+MAX_DEPTH = 64  # nesting of a config file (real config.json files: 4 levels)
+
+
+def read_text_file(path: str | Path, *, cap: int = MAX_INPUT_BYTES, what: str | None = None) -> str:
+    """A regular file's UTF-8 text, read with `read_file`'s bounds; one InputError line otherwise."""
+    name = what or str(path)
+    return decode_text(read_file(path, cap=cap, what=name), name)
+
+
+def check_depth(data: object, what: str, *, max_depth: int = MAX_DEPTH) -> None:
+    """Raise InputError when lists / maps nest deeper than `max_depth` (an iterative walk)."""
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if isinstance(x, dict):
+            children = x.values()
+        elif isinstance(x, list):
+            children = x
+        else:
+            continue
+        if depth > max_depth:
+            raise TooDeep(f"{what}: nested deeper than {max_depth} levels: not read")
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+
+
+def parse_json(text: str, what: str, *, max_depth: int = MAX_DEPTH) -> object:
+    """JSON text -> value, its nesting bounded; raises json.JSONDecodeError for bad syntax and InputError
+    for nesting past `max_depth` (however deep: the decoder's own recursion limit is caught)."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise TooDeep(f"{what}: nested deeper than {max_depth} levels: not read") from None
+    check_depth(data, what, max_depth=max_depth)
+    return data
+
+
+def read_json(path: str | Path, *, cap: int = MAX_JSON_BYTES, what: str | None = None,
+              max_depth: int = MAX_DEPTH) -> object:
+    """A JSON file, bounded in bytes and nesting. Raises InputError (not regular, too large, not UTF-8,
+    too deep) or json.JSONDecodeError (bad syntax: the caller words it)."""
+    name = what or str(path)
+    return parse_json(read_text_file(path, cap=cap, what=name), name, max_depth=max_depth)
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
@@ -122,16 +174,40 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+def input_clash(path: str | Path, inputs: tuple[str | Path, ...], folder_reads: tuple[str, ...] = ()) -> str | None:
+    """Why `path` must not be written by a run that reads `inputs`, or None: it is one of them (the same file,
+    through any link), or it lies inside an input folder where the run reads files ending in `folder_reads`
+    (outside hidden folders, as the folder walk reads them), so that it is, or would next time be, an input."""
+    p = Path(path)
+    real = Path(os.path.realpath(p))
+    for i in inputs:
+        if str(i) == "-":
+            continue
+        ip = Path(i)
+        if _same_file(p, ip):
+            return "is one of this run's inputs"
+        if not folder_reads or not ip.is_dir() or not real.name.lower().endswith(folder_reads):
+            continue
+        try:
+            rel = real.relative_to(os.path.realpath(ip))
+        except ValueError:
+            continue
+        if not any(part.startswith(".") for part in rel.parts[:-1]):
+            return f"is inside the input folder {i}, whose {', '.join(folder_reads)} files this run reads"
+    return None
+
+
 def write_output(path: str | Path, data: str | bytes, *, force: bool = False,
-                 inputs: tuple[str | Path, ...] = ()) -> None:
+                 inputs: tuple[str | Path, ...] = (), folder_reads: tuple[str, ...] = ()) -> None:
     """Write `data` to `path` atomically. Without `force`, an existing path (a dangling symlink
     included) is refused; with it, a symlink is still refused (its target is not ours to replace).
-    A path that is one of the run's `inputs` is always refused."""
+    A path that is one of the run's `inputs`, or a file the run reads inside an input folder (see
+    `input_clash`), is always refused, --force or not."""
     p = Path(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    for i in inputs:
-        if i != "-" and _same_file(p, Path(i)):
-            raise InputError(f"{p}: is one of this run's inputs: not overwritten")
+    clash = input_clash(p, inputs, folder_reads)
+    if clash is not None:
+        raise InputError(f"{p}: {clash}: not overwritten (choose another output path)")
     if p.is_symlink():
         raise InputError(f"{p}: is a symbolic link: not written through (remove it, or choose another path)")
     if p.exists() and not force:

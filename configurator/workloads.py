@@ -60,12 +60,17 @@ def load_workload(name_or_path: str) -> Workload:
     """A built-in workload by name, or a YAML/JSON workload file."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml", ".json") or p.exists():
+        from configurator.safe_io import MAX_SMALL_FILE_BYTES, check_depth, read_text_file
+
+        # bounded: never a FIFO or device (/dev/zero), at most MAX_SMALL_FILE_BYTES (configurator/safe_io.py)
+        text = read_text_file(p, cap=MAX_SMALL_FILE_BYTES, what=f"{p}: workload file")
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise InputError(f"{p}: cannot read workload file ({e.strerror})") from None
+            data = yaml.safe_load(text)
         except yaml.YAMLError:
             raise InputError(f"{p}: workload file is not valid YAML") from None
+        except RecursionError:
+            raise InputError(f"{p}: workload file nested too deeply") from None
+        check_depth(data, f"{p}: workload file")
         if isinstance(data, dict):
             data.setdefault("name", p.stem)
         return _validate(data, str(p))

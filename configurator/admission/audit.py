@@ -15,11 +15,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
-from configurator.admission.models import catalog_resolver
 from configurator.admission.shape import ShapeError, inspect, loads, object_problems
 from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
@@ -60,9 +58,12 @@ def _client(context: str | None, in_cluster: bool) -> Any:
         if in_cluster:
             config.load_incluster_config(client_configuration=conf)
         else:
+            _check_kubeconfig()
             # the client reads KUBECONFIG once at import; read it at call time instead
             config.load_kube_config(config_file=os.environ.get("KUBECONFIG") or None, context=context,
                                     client_configuration=conf)
+    except InputError:
+        raise
     except Exception as e:  # the loader raises many types on a malformed file: the boundary is here
         first = (str(e).splitlines() or [""])[0][:300]
         raise InputError(f"cannot load the cluster configuration: {type(e).__name__}: {first}") from None
@@ -71,6 +72,20 @@ def _client(context: str | None, in_cluster: bool) -> Any:
     if hasattr(conf, "client_go_retries"):
         conf.client_go_retries = False
     return client.ApiClient(conf)
+
+
+MAX_KUBECONFIG_BYTES = 16 << 20
+
+
+def _check_kubeconfig() -> None:
+    """Each kubeconfig file the client will read passes safe_io's bounds first: a FIFO, a device or a huge file
+    is one line, not a hang or the whole file in memory (the client's loader reads whatever it is given)."""
+    from configurator.safe_io import read_file
+
+    for name in (os.environ.get("KUBECONFIG") or "~/.kube/config").split(os.pathsep):
+        path = os.path.expanduser(name) if name else ""
+        if path and os.path.lexists(path):
+            read_file(path, cap=MAX_KUBECONFIG_BYTES, what=f"kubeconfig {path}")
 
 
 def _raw_get(api: Any, url: str) -> tuple[int, dict, bytes]:
@@ -124,10 +139,12 @@ def _retry_after(headers: dict) -> float:
     return seconds if seconds == seconds and seconds >= 0 else 1.0
 
 
-def _get(api: Any, url: str) -> tuple[int, bytes]:
-    """GET with bounded retries on 429 / 5xx; Retry-After honoured only up to MAX_RETRY_AFTER_S."""
+def _get(api: Any, url: str, left_s: float | None = None) -> tuple[int, bytes]:
+    """GET with bounded retries on 429 / 5xx; Retry-After honoured only up to MAX_RETRY_AFTER_S. An answer
+    is waited on ANSWER_TIMEOUT_S at most, and never past what is `left_s` of the run's deadline."""
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        status, headers, data = _get_within(api, url, ANSWER_TIMEOUT_S)
+        wait_s = ANSWER_TIMEOUT_S if left_s is None else max(0.1, min(ANSWER_TIMEOUT_S, left_s))
+        status, headers, data = _get_within(api, url, wait_s)
         if status in (429, 500, 502, 503, 504) and attempt < MAX_ATTEMPTS:
             wait = _retry_after(headers)
             if wait > MAX_RETRY_AFTER_S:
@@ -168,14 +185,16 @@ def _items(url: str, data: bytes) -> tuple[list[dict], str | None]:
     return items, token if isinstance(token, str) and token else None
 
 
-def _list(api: Any, path: str, plural: str, namespace: str | None) -> list[dict]:
+def _list(api: Any, path: str, plural: str, namespace: str | None, deadline: _Deadline | None = None) -> list[dict]:
     url = f"/{path}/namespaces/{namespace}/{plural}" if namespace else f"/{path}/{plural}"
     what = f"list {plural}" + (f" in namespace {namespace}" if namespace else " in all namespaces")
     out: list[dict] = []
     token: str | None = None
     for _page in range(MAX_PAGES):
         query = f"?limit={PAGE_SIZE}" + (f"&continue={quote(token)}" if token else "")
-        status, data = _get(api, url + query)
+        if deadline is not None:
+            deadline.check(f"listing {plural}")
+        status, data = _get(api, url + query, deadline.left() if deadline is not None else None)
         if status == 404 and plural not in CORE:
             return []  # an optional resource whose CRD is not installed
         if status in (401, 403):
@@ -201,23 +220,128 @@ def _owned_by_workload(pod: dict) -> bool:
     return bool(_map(pod.get("metadata")).get("ownerReferences"))
 
 
+def _requirements(selector: Any) -> list[tuple[str, str, frozenset[str]]] | None:
+    """A LabelSelector as (key, operator, values) requirements, matchLabels as `In` of one value; None for a
+    selector that selects nothing (null, not a map, or an operator Kubernetes does not know). An empty selector
+    ({}) has no requirements and selects everything (metav1.LabelSelectorAsSelector)."""
+    if not isinstance(selector, dict):
+        return None
+    reqs = [(str(k), "In", frozenset((str(v),))) for k, v in _map(selector.get("matchLabels")).items()]
+    exprs = selector.get("matchExpressions") or []
+    if not isinstance(exprs, list):
+        return None
+    for e in exprs:
+        e = _map(e)
+        op, key, values = e.get("operator"), e.get("key"), e.get("values") or []
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist") or not isinstance(key, str) \
+                or not isinstance(values, list):
+            return None
+        reqs.append((key, op, frozenset(str(v) for v in values)))
+    return reqs
+
+
 def _matches(selector: Any, labels: dict) -> bool:
-    ml = _map(_map(selector).get("matchLabels"))
-    return bool(ml) and all(labels.get(k) == v for k, v in ml.items())
+    """Whether a LabelSelector selects these labels, as Kubernetes evaluates one: every requirement holds
+    (In: the key is set to one of the values; NotIn: it is unset or set to none of them; Exists / DoesNotExist)."""
+    reqs = _requirements(selector)
+    return reqs is not None and all(_holds(r, labels) for r in reqs)
 
 
-def collect(api: Any, namespace: str | None) -> list[Document]:
+def _holds(req: tuple[str, str, frozenset[str]], labels: dict) -> bool:
+    key, op, values = req
+    if op == "In":
+        return key in labels and str(labels[key]) in values
+    if op == "NotIn":
+        return key not in labels or str(labels[key]) not in values
+    return (key in labels) == (op == "Exists")
+
+
+class PodIndex:
+    """The pods of a listing, indexed once by namespace and label (and by owner uid), so that finding a
+    workload's pods costs the pods that could match it, not every pod: audit is linear in objects."""
+
+    def __init__(self, pods: list[dict]):
+        self.by_ns: dict[Any, list[int]] = {}
+        self.by_label: dict[tuple[Any, str, str], list[int]] = {}
+        self.by_key: dict[tuple[Any, str], list[int]] = {}
+        self.by_owner: dict[str, list[int]] = {}
+        self.labels: list[dict] = []
+        self.pods = pods
+        for i, p in enumerate(pods):
+            meta = _map(p.get("metadata"))
+            ns = meta.get("namespace")
+            labels = _map(meta.get("labels"))
+            self.labels.append(labels)
+            self.by_ns.setdefault(ns, []).append(i)
+            for k, v in labels.items():
+                self.by_label.setdefault((ns, str(k), str(v)), []).append(i)
+                self.by_key.setdefault((ns, str(k)), []).append(i)
+            for ref in meta.get("ownerReferences") or []:
+                uid = _map(ref).get("uid")
+                if isinstance(uid, str) and uid:
+                    self.by_owner.setdefault(uid, []).append(i)
+
+    def _candidates(self, ns: Any, reqs: list[tuple[str, str, frozenset[str]]]) -> list[int]:
+        """The smallest index list that holds every pod the requirements can select."""
+        best = self.by_ns.get(ns, [])
+        for key, op, values in reqs:
+            if op == "In":
+                found = sorted({i for v in values for i in self.by_label.get((ns, key, v), ())})
+            elif op == "Exists":
+                found = self.by_key.get((ns, key), [])
+            else:
+                continue
+            if len(found) < len(best):
+                best = found
+        return best
+
+    def owned_or_selected(self, obj: dict) -> list[dict]:
+        """A workload's pods: those whose ownerReferences name its uid (StatefulSet, DaemonSet, Job,
+        LeaderWorkerSet), else those its selector selects in its namespace (a Deployment's pods belong to
+        its ReplicaSets, which are not listed)."""
+        meta = _map(obj.get("metadata"))
+        uid = meta.get("uid")
+        if isinstance(uid, str) and uid in self.by_owner:
+            return [self.pods[i] for i in self.by_owner[uid]]
+        reqs = _requirements(_map(obj.get("spec")).get("selector"))
+        if reqs is None or not reqs:  # none, or an empty selector: all pods of the namespace is no one's in practice
+            return []
+        ns = meta.get("namespace")
+        return [self.pods[i] for i in self._candidates(ns, reqs) if all(_holds(r, self.labels[i]) for r in reqs)]
+
+
+class _Deadline:
+    """The whole run's time limit (--deadline): checked before each request and between evaluation batches."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.end = None if seconds is None else time.monotonic() + seconds
+
+    def left(self) -> float | None:
+        return None if self.end is None else self.end - time.monotonic()
+
+    def check(self, doing: str) -> None:
+        left = self.left()
+        if left is not None and left <= 0:
+            raise InputError(f"audit stopped: its --deadline of {self.seconds:g} s passed while {doing}; no report, "
+                             "since a partial one would read as clean (raise --deadline, or audit one namespace)")
+
+
+_NO_DEADLINE = _Deadline(None)
+
+
+def collect(api: Any, namespace: str | None, deadline: _Deadline = _NO_DEADLINE) -> list[Document]:
     """Workload objects as documents, each annotated with the GPU its pods' nodes carry.
     Every answer has been shape-checked by `_items` (maps are maps, labels map strings to strings)."""
     nodes: dict[str, dict] = {}
-    for n in _list(api, "api/v1", "nodes", None):
+    for n in _list(api, "api/v1", "nodes", None, deadline):
         meta = _map(n.get("metadata"))
         if isinstance(meta.get("name"), str):
             nodes[meta["name"]] = _map(meta.get("labels"))
-    pods = _list(api, "api/v1", "pods", namespace)
+    pods = PodIndex(_list(api, "api/v1", "pods", namespace, deadline))
     docs: list[Document] = []
     for path, plural, kind in RESOURCES:
-        for obj in _list(api, path, plural, namespace):
+        for obj in _list(api, path, plural, namespace, deadline):
             if kind == "Pod" and _owned_by_workload(obj):
                 continue
             if not isinstance(obj.get("kind"), str):
@@ -225,10 +349,7 @@ def collect(api: Any, namespace: str | None) -> list[Document]:
             if not isinstance(obj.get("metadata"), dict):
                 obj["metadata"] = {}
             meta = obj["metadata"]
-            selector = _map(obj.get("spec")).get("selector")
-            mine = [obj] if kind == "Pod" else [
-                p for p in pods if _map(p.get("metadata")).get("namespace") == meta.get("namespace")
-                and _matches(selector, _map(_map(p.get("metadata")).get("labels")))]
+            mine = [obj] if kind == "Pod" else pods.owned_or_selected(obj)
             node_labels: dict[str, list[str]] = {}
             for p in mine:
                 node = _map(p.get("spec")).get("nodeName")
@@ -244,14 +365,41 @@ def collect(api: Any, namespace: str | None) -> list[Document]:
     return docs
 
 
+DEFAULT_DEADLINE_S = 300.0
+EVALUATE_BATCH = 500  # workloads evaluated between two looks at the deadline
+
+
 def audit(opts: Options, *, context: str | None = None, namespace: str | None = None,
-          in_cluster: bool = False) -> CheckReport:
-    """The cluster's workloads, evaluated as `check` would; models from the catalog only (a model path a
-    workload names is a path on the cluster's nodes, never opened here)."""
+          in_cluster: bool = False, deadline_s: float | None = DEFAULT_DEADLINE_S) -> CheckReport:
+    """The cluster's workloads, evaluated as `check` would, with its model lookup (configurator.model.resolver:
+    a model path a workload names is a path on the cluster's nodes, never opened here). The whole run stops
+    with one InputError line once `deadline_s` has passed (listing, or between batches of evaluation)."""
+    deadline = _Deadline(deadline_s)
     api = _client(context, in_cluster)
-    if opts.model_resolver is None:
-        opts = replace(opts, model_resolver=catalog_resolver(tuple(opts.model_config_dirs)))
-    docs = collect(api, namespace)
+    docs = collect(api, namespace, deadline)
+    if len(docs) <= EVALUATE_BATCH:
+        deadline.check("evaluating the workloads")
+        return _evaluate(docs, opts)
+    parts = []
+    for start in range(0, len(docs), EVALUATE_BATCH):
+        deadline.check(f"evaluating the workloads ({start:,} of {len(docs):,} done)")
+        parts.append(_evaluate(docs[start:start + EVALUATE_BATCH], opts))
+    return _merge(parts)
+
+
+def _merge(parts: list[CheckReport]) -> CheckReport:
+    """One report of several evaluated apart (audit's documents are independent workloads)."""
+    from configurator.lint.engine import Summary, _order
+
+    findings = sorted((f for r in parts for f in r.findings), key=_order)
+    suppressed = sorted((f for r in parts for f in r.suppressed), key=_order)
+    summary = Summary(**{k: sum(getattr(r.summary, k) for r in parts if r.summary is not None)
+                         for k in Summary.model_fields})
+    return CheckReport(findings=findings, suppressed=suppressed, servers=[s for r in parts for s in r.servers],
+                       files=sum(r.files for r in parts), summary=summary)
+
+
+def _evaluate(docs: list[Document], opts: Options) -> CheckReport:
     try:
         return evaluate(docs, [], opts)
     except Exception:  # one object the rules cannot read must not cost the report on the others

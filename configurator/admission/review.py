@@ -1,20 +1,27 @@
 """AdmissionReview in, verdict out: the same `evaluate` as `check`, only the edges differ.
 
 Pure: no I/O, no clock. Errors deny (HTTP 200 with `allowed: false`, `status.code` 422 and the rule
-and its fix); warnings allow with `warnings`; objects that name no vLLM anywhere are allowed at once.
+and its fix); every other finding (warning or info: unknown-model, not-understood, ...) allows with
+`warnings`. Every object goes through `check`'s own discovery and evaluation (`lint.engine.evaluate`):
+an object is allowed without a word only when that discovery finds no server in it and nothing to say.
 Never mutates (no patch). A review that cannot be completed (an object of the wrong shape, too many
-containers, an internal error, a timeout) is never allowed silently: for an object that names vLLM
-the failure policy decides (deny, the default, or allow with a warning saying it was not checked).
-Models are looked up in the catalog only: no file a pod spec names is ever opened.
+containers, an internal error, a timeout) is never allowed silently: for an object that may name a
+vLLM server the failure policy decides (deny, the default, or allow with a warning saying it was not
+checked). Models are looked up as `check` looks them up (configurator.model.resolver: the operator's
+folders, the catalog, the Hugging Face cache, derivatives): no file a pod spec names is ever opened.
+Verdicts are cached by a hash of what decides them (`verdict_key`), so a burst of the same pod
+template (a rollout, a batch of Jobs) is evaluated once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, replace
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from configurator.admission.models import catalog_resolver
 from configurator.admission.shape import (
     CONTAINER_KEYS,
     MAX_COMMAND_CHARS,
@@ -24,7 +31,6 @@ from configurator.admission.shape import (
     object_problems,
 )
 from configurator.lint.engine import CheckReport, Finding, Options, evaluate
-from configurator.lint.extract import extract
 from configurator.lint.load import Document
 from configurator.lint.rules import REGISTRY
 
@@ -131,10 +137,74 @@ def _dedupe_containers(obj: dict) -> None:
             stack.extend(v)
 
 
+def may_serve(obj: Any, mentions_vllm: bool | None) -> bool | None:
+    """Whether an object may hold a vLLM server, without evaluating it (what a failure answer goes by): it
+    mentions vLLM, or a deployment format other than a plain pod template recognises its kind (a KAITO
+    Workspace, a KubeAI Model, a RayService run vLLM without spelling it). None: cannot tell."""
+    if mentions_vllm is not False:
+        return mentions_vllm
+    if not isinstance(obj, dict):
+        return False
+    from configurator.lint.formats import formats
+    from configurator.lint.shape import Node
+
+    node = Node.of(Document(file="object", index=0, data=obj, positions={}))
+    try:
+        return any(f.recognise(node) for f in formats() if f.name not in _POD_FORMATS)
+    except Exception:  # a recogniser that cannot read this object: assume it may
+        return None
+
+
+_POD_FORMATS = ("workloads", "kserve", "leaderworkerset")  # their servers are found by a command naming vLLM
+
+# metadata that never changes a verdict: set by the API server or a controller per object
+_VOLATILE_METADATA = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "ownerReferences",
+                      "generation", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+
+def verdict_key(obj: dict, on_error: str) -> str:
+    """A hash of what decides an object's verdict: the object without its status and without the metadata
+    the API server or a controller sets per object (uid, ownerReferences, managedFields, ...)."""
+    meta = obj.get("metadata")
+    slim = {k: v for k, v in obj.items() if k != "status"}
+    if isinstance(meta, dict):
+        slim["metadata"] = {k: v for k, v in meta.items() if k not in _VOLATILE_METADATA}
+    text = json.dumps(slim, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.blake2b(f"{on_error}\0{text}".encode(), digest_size=16).hexdigest()
+
+
+class VerdictCache:
+    """A bounded LRU of completed verdicts (failures are never cached), safe across worker threads."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._d: OrderedDict[str, Verdict] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def get(self, key: str) -> Verdict | None:
+        with self._lock:
+            v = self._d.get(key)
+            if v is not None:
+                self._d.move_to_end(key)
+                self.hits += 1
+            return v
+
+    def put(self, key: str, v: Verdict) -> None:
+        if v.failure or self.size <= 0:
+            return
+        with self._lock:
+            self._d[key] = v
+            self._d.move_to_end(key)
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+
+
 def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFailure = "deny",
-           on_shape: Any = None) -> Verdict:
-    """One object, checked at the boundary, then evaluated as `check` would (catalog models only).
-    `on_shape(shape)` is told what the boundary walk found before the evaluation starts."""
+           on_shape: Any = None, cache: VerdictCache | None = None) -> Verdict:
+    """One object, checked at the boundary, then evaluated as `check` evaluates it (same discovery, same
+    model lookup, same findings). `on_shape(shape)` is told what the boundary walk found before the
+    evaluation starts; `cache` holds verdicts by `verdict_key`."""
     if obj is None:
         return Verdict(True, ())
     if not isinstance(obj, dict):
@@ -142,45 +212,50 @@ def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFa
     shape = inspect(obj)
     if on_shape is not None:
         on_shape(shape)
-    if shape.ok and shape.mentions_vllm is False:
-        return Verdict(True, ())
     problems = shape.problems or object_problems(obj)
+    serves = may_serve(obj, shape.mentions_vllm)
     if problems:
-        return failure_verdict("; ".join(problems[:3]), on_failure, code=400, vllm=shape.mentions_vllm)
+        if serves is False:  # no server can be in it: nothing of it is ours to judge
+            return Verdict(True, ())
+        return failure_verdict("; ".join(problems[:3]), on_failure, code=400, vllm=serves)
     if shape.containers > MAX_CONTAINERS:
         return failure_verdict(f"{shape.containers} containers, more than the {MAX_CONTAINERS} evaluated per object",
-                               on_failure, code=413)
+                               on_failure, code=413, vllm=serves)
     if shape.command_chars > MAX_COMMAND_CHARS:
         return failure_verdict(f"a container's command line is {shape.command_chars:,} characters, more than the "
-                               f"{MAX_COMMAND_CHARS:,} evaluated", on_failure, code=413)
+                               f"{MAX_COMMAND_CHARS:,} evaluated", on_failure, code=413, vllm=serves)
+    key = verdict_key(obj, on_error) if cache is not None else ""
+    if cache is not None and (hit := cache.get(key)) is not None:
+        return hit
     _dedupe_containers(obj)
-    if opts.model_resolver is None:
-        opts = replace(opts, model_resolver=catalog_resolver(tuple(opts.model_config_dirs)))
     try:
-        return verdict_for(obj, opts, on_error)
+        v = verdict_for(obj, opts, on_error)
     except ShapeError as e:
-        return failure_verdict(str(e), on_failure, code=400)
+        return failure_verdict(str(e), on_failure, code=400, vllm=serves)
     except RecursionError:
-        return failure_verdict("the object is nested too deeply to evaluate", on_failure, code=400)
+        return failure_verdict("the object is nested too deeply to evaluate", on_failure, code=400, vllm=serves)
     except Exception as e:  # a fault behind the boundary: reported with its type, never allowed silently
-        return failure_verdict(f"internal error: {type(e).__name__}", on_failure, code=500)
+        return failure_verdict(f"internal error: {type(e).__name__}", on_failure, code=500, vllm=serves)
+    if cache is not None:
+        cache.put(key, v)
+    return v
 
 
 def verdict_for(obj: dict | None, opts: Options, on_error: OnError = "deny") -> Verdict:
-    """Evaluate one object as `check` would (no boundary checks: see `assess`)."""
+    """Evaluate one object as `check` does: `lint.engine.evaluate`, its discovery included (no boundary
+    checks: see `assess`)."""
     if obj is None:
         return Verdict(True, ())
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     doc = Document(file=f"{obj.get('kind', 'object')}/{meta.get('name', '')}", index=0, data=obj, positions={})
-    if not extract([doc]):
-        return Verdict(True, ())
     report: CheckReport = evaluate([doc], [], opts)
-    return verdict_from_findings(report.findings, on_error, checked=True)
+    return verdict_from_findings(report.findings, on_error, checked=bool(report.servers))
 
 
 def verdict_from_findings(findings: list[Finding], on_error: OnError = "deny", checked: bool = True) -> Verdict:
     errors = [f for f in findings if f.severity == "error"]
-    warns = [f for f in findings if f.severity == "warning"]
+    warns = [f for f in findings if f.severity != "error"]  # warnings, then info (unknown-model, not-understood)
+    warns.sort(key=lambda f: f.severity != "warning")
     if errors and on_error == "deny":
         parts = [f"{f.rule}: {f.message} Fix: {REGISTRY[f.rule].remediation}" for f in errors]
         message = ("vllm-configurator: " + " | ".join(parts))[:MAX_MESSAGE_CHARS]

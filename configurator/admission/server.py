@@ -7,20 +7,29 @@ the new certificate without a restart. uvicorn shuts down gracefully on SIGTERM.
 uvicorn's included, is one JSON object.
 
 What holds it up under hostile or heavy traffic:
-- connections: at most `max_connections` past the TLS handshake (uvicorn's `limit_concurrency`
-  answers 503 at the limit; this module's protocol closes connections beyond it), a TLS handshake
+- connections: at most `max_connections` past the TLS handshake (this module's protocol closes
+  connections beyond it; uvicorn's `limit_concurrency`, connections plus requests in flight, is set
+  to twice that as a backstop that never decides first), a TLS handshake
   must finish within `handshake_timeout_s`, a request's headers must arrive within
   `header_timeout_s` of connecting or of the first byte after a response (the slowloris guard; uvicorn
   only times out keep-alive connections that have already served a request), idle keep-alive
   connections close after `keep_alive_s`, headers are capped by h11's incomplete-event size, and each
   TLS connection's read buffer is 16 KiB (asyncio's default is 256 KiB a connection, which is what made
   3,000 idle connections cost ~900 MB);
-- bodies: `max_body_bytes` (413) and `body_timeout_s` (408);
-- reviews: parsed and evaluated in worker threads, never on the event loop, in two lanes by body
-  size so a flood of heavy objects cannot starve ordinary ones; each lane takes a bounded number of
-  reviews and answers 429 (with Retry-After) when full, at once; a review not finished within
-  `budget_s` is answered per the failure policy, never allowed silently for a vLLM server; per-object
-  work is bounded at the boundary (see `review.assess`).
+- connections per client address: at most `max_connections_per_client` (one noisy client cannot take
+  the connections the API server needs);
+- bodies: `max_body_bytes` (413) and `body_timeout_s` (408), and one memory budget for all bodies held
+  at once (`memory_budget_bytes`): a body is counted against it before it is kept, read in chunks; one
+  that does not fit is read through keeping only its first 64 KiB (where the API server writes the
+  request's uid) and answered at once per the failure policy;
+- reviews: a body up to `inline_body_bytes` is parsed (bounded, see shape.loads) on the event loop and
+  answered there when its verdict is cached (`review.verdict_key`); otherwise it is evaluated in worker
+  threads, in two lanes by cost (the containers the bounded parse counted; larger bodies are parsed in
+  the heavy lane), so a flood of heavy objects cannot starve ordinary ones;
+- overload: a lane that is full answers at once, with HTTP 200: an object that may hold a vLLM server
+  gets the failure policy's answer (a denial by default, `--on-failure deny`), any other is allowed with
+  a warning, so the API server's failurePolicy is not what decides; a review not finished within
+  `budget_s` is answered the same way. Per-object work is bounded at the boundary (`review.assess`).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -43,12 +53,15 @@ from configurator.admission.review import (
     Request,
     ReviewError,
     Verdict,
+    VerdictCache,
     assess,
     failure_verdict,
+    may_serve,
     parse_request,
     response,
+    verdict_key,
 )
-from configurator.admission.shape import ShapeError, loads
+from configurator.admission.shape import MAX_COMMAND_CHARS, ShapeError, inspect, loads
 from configurator.errors import InputError
 from configurator.lint.engine import Options
 
@@ -66,15 +79,20 @@ class WebhookSettings:
     body_timeout_s: float = 5.0
     budget_s: float = 2.0  # per-review time budget (keep below the webhook's timeoutSeconds)
     max_connections: int = 1000
+    max_connections_per_client: int = 256  # 0: no limit
+    memory_budget_bytes: int = 96 << 20  # request bodies held at once, all connections together
     handshake_timeout_s: float = 5.0
     header_timeout_s: float = 5.0
     keep_alive_s: int = 30  # below the API server's 90 s idle timeout, so it reuses connections
     max_header_bytes: int = 16 << 10
     workers: int = 2  # threads for ordinary reviews
-    queue: int = 64  # ordinary reviews admitted at once (running + waiting); more get 429
-    large_body_bytes: int = 256 << 10  # bodies above this go to the heavy lane
+    queue: int = 64  # ordinary reviews admitted at once (running + waiting); more get the failure answer
+    inline_body_bytes: int = 64 << 10  # bodies up to this are parsed on the event loop (a pod is ~2-30 KiB)
+    heavy_containers: int = 8  # objects with more containers (or a longer command) go to the heavy lane
+    large_body_bytes: int = 256 << 10  # kept for callers; bodies above inline_body_bytes go to the heavy lane
     large_workers: int = 1
     large_queue: int = 2
+    cache_size: int = 4096  # verdicts kept by review.verdict_key
 
 
 class _Metrics:
@@ -108,6 +126,9 @@ class _Lane:
         self.busy = 0
         self._lock = threading.Lock()
 
+    def full(self) -> bool:
+        return self.busy >= self.capacity
+
     def submit(self, fn: Any, *args: Any) -> Future | None:
         with self._lock:
             if self.busy >= self.capacity:
@@ -120,6 +141,51 @@ class _Lane:
     def _release(self, _fut: Future) -> None:
         with self._lock:
             self.busy -= 1
+
+
+class _Budget:
+    """Bytes of request bodies held at once, all connections together."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, n: int) -> bool:  # the event loop's thread only: no lock
+        if self.used + n > self.limit:
+            return False
+        self.used += n
+        return True
+
+    def give(self, n: int) -> None:
+        self.used -= n
+
+
+# where the API server writes the request's uid: first in `request` (a bounded look, not a parse)
+_UID = re.compile(rb'"uid"\s*:\s*"([A-Za-z0-9._:-]{1,256})"')
+_SERVER_KIND = re.compile(rb'"kind"\s*:\s*"(Workspace|Model|RayService|RayCluster|RayJob|DynamoGraphDeployment|'
+                          rb'StormService|LLMInferenceService|LLMInferenceServiceConfig|InferenceService|'
+                          rb'ServingRuntime|ClusterServingRuntime)"')
+
+
+class _Scan:
+    """What a body that is not kept says of itself: the uid near its start, and whether it may name a server."""
+
+    def __init__(self) -> None:
+        self.head = b""
+        self.tail = b""
+        self.mentions = False
+
+    def feed(self, chunk: bytes) -> None:
+        if len(self.head) < 64 << 10:
+            self.head += chunk[:(64 << 10) - len(self.head)]
+        if not self.mentions:
+            window = (self.tail + chunk).lower()
+            self.mentions = b"vllm" in window or _SERVER_KIND.search(window) is not None
+            self.tail = window[-64:]
+
+    def uid(self) -> str | None:
+        m = _UID.search(self.head)
+        return m.group(1).decode() if m else None
 
 
 class _Progress:
@@ -141,6 +207,8 @@ class WebhookApp:
         self.ready = False
         self.lanes = (_Lane("ordinary", settings.workers, settings.queue),
                       _Lane("heavy", settings.large_workers, settings.large_queue))
+        self.cache = VerdictCache(settings.cache_size)
+        self.budget = _Budget(settings.memory_budget_bytes)
 
     def warm_up(self) -> None:
         """Load catalogs and profiles once, before the first review (readyz turns green after)."""
@@ -176,11 +244,13 @@ class WebhookApp:
             return await _send(send, 405, b'{"error": "POST an AdmissionReview"}', allow=b"POST")
         await self._validate(scope, receive, send)
 
-    def _work(self, body: bytes, progress: _Progress) -> Verdict:
-        """In a worker thread: parse, check at the boundary, evaluate."""
-        req = parse_request(loads(body))
-        progress.request = req
-        return assess(req.object, self.s.options, self.s.on_error, self.s.on_failure, on_shape=progress.seen)
+    def _work(self, body: bytes | None, progress: _Progress) -> Verdict:
+        """In a worker thread: parse (unless the event loop did), check at the boundary, evaluate."""
+        if progress.request is None:
+            progress.request = parse_request(loads(body or b""))
+        req = progress.request
+        return assess(req.object, self.s.options, self.s.on_error, self.s.on_failure, on_shape=progress.seen,
+                      cache=self.cache)
 
     async def _validate(self, scope: dict, receive: Any, send: Any) -> None:
         t0 = time.perf_counter()
@@ -191,37 +261,103 @@ class WebhookApp:
             declared = 0
         if declared > self.s.max_body_bytes:
             return await self._reject(send, 413, f"body of {declared} bytes exceeds {self.s.max_body_bytes}", t0)
+        held = [0]  # bytes of the budget this request holds
+        got: list[bytes] = []  # what has arrived and is kept (its head answers a body that never finishes)
         try:
-            body = await asyncio.wait_for(self._read(receive), self.s.body_timeout_s)
-        except asyncio.TimeoutError:
-            return await self._reject(send, 408, "request body not received in time", t0)
-        except _TooLarge:
-            return await self._reject(send, 413, f"body exceeds {self.s.max_body_bytes} bytes", t0)
-        lane = self.lanes[len(body) > self.s.large_body_bytes]
-        progress = _Progress()
-        fut = lane.submit(self._work, body, progress)
-        if fut is None:
-            return await self._reject(send, 429, f"{lane.name} reviews at capacity ({lane.capacity}); retry", t0,
-                                      retry_after=True)
-        self.metrics.busy.labels(lane.name).set(lane.busy)
-        try:
-            v = await asyncio.wait_for(asyncio.wrap_future(fut), self.s.budget_s)
-        except (ShapeError, ReviewError) as e:
-            return await self._reject(send, 400, str(e), t0)
-        except asyncio.TimeoutError:
-            if progress.request is None:  # still waiting for a worker: no uid to answer in the review
-                return await self._reject(send, 503, f"review not started within {self.s.budget_s:g} s; retry", t0,
-                                          retry_after=True)
-            v = failure_verdict(f"timed out after {self.s.budget_s:g} s", self.s.on_failure, code=504,
-                                vllm=progress.mentions_vllm)
-        except Exception as e:  # a fault before the uid was read: the API server applies its failurePolicy
-            log.error({"event": "review-error", "error": type(e).__name__, "where": _where(e)})
-            if progress.request is None:
-                return await self._reject(send, 400, f"cannot read the request ({type(e).__name__})", t0)
-            v = failure_verdict(f"internal error: {type(e).__name__}", self.s.on_failure, code=500,
-                                vllm=progress.mentions_vllm)
+            try:
+                body, scan = await asyncio.wait_for(self._read(receive, declared, held, got), self.s.body_timeout_s)
+            except asyncio.TimeoutError:
+                return await self._unfinished(send, got, t0)
+            except _TooLarge:
+                return await self._reject(send, 413, f"body exceeds {self.s.max_body_bytes} bytes", t0)
+            if body is None:  # the memory budget could not hold it: answered from what was scanned
+                uid = scan.uid()
+                if uid is None:
+                    return await self._reject(send, 503, "request bodies at the memory budget; retry", t0,
+                                              retry_after=True)
+                v = failure_verdict("overloaded: request bodies at the webhook's memory budget", self.s.on_failure,
+                                    code=429, vllm=scan.mentions)
+                return await self._answer(send, Request(uid=uid, object=None, dry_run=False), v, t0)
+            progress = _Progress()
+            heavy = len(body) > self.s.inline_body_bytes
+            if self.lanes[1].full() and (heavy or body.count(b'"image"') > self.s.heavy_containers):
+                # heavy by its size or by the containers its bytes name (a bound, counted without parsing), and
+                # the heavy lane is full: answered from a scan, without spending the event loop on a parse
+                return await self._overloaded(send, self.lanes[1], progress, body, t0)
+            if not heavy:
+                try:  # small: parsed here, once, and answered here when the verdict is cached
+                    req = parse_request(loads(body))
+                except (ShapeError, ReviewError) as e:
+                    return await self._reject(send, 400, str(e), t0)
+                progress.request = req
+                obj = req.object
+                if not isinstance(obj, dict):
+                    return await self._answer(send, req, assess(obj, self.s.options, self.s.on_error,
+                                                                self.s.on_failure), t0)
+                shape = inspect(obj)
+                progress.seen(shape)
+                if shape.ok:
+                    hit = self.cache.get(verdict_key(obj, self.s.on_error))
+                    if hit is not None:
+                        return await self._answer(send, req, hit, t0)
+                heavy = shape.containers > self.s.heavy_containers or shape.command_chars > MAX_COMMAND_CHARS // 8
+                body = None  # parsed: the worker needs the object only
+                release, held[0] = held[0], 0
+                self.budget.give(release)
+            lane = self.lanes[heavy]
+            fut = lane.submit(self._work, body, progress)
+            if fut is None:
+                return await self._overloaded(send, lane, progress, body, t0)
+            if held[0]:  # the body stays held until the worker is done with it
+                n, held[0] = held[0], 0
+                loop = asyncio.get_running_loop()
+                fut.add_done_callback(lambda _f: loop.call_soon_threadsafe(self.budget.give, n))
+            self.metrics.busy.labels(lane.name).set(lane.busy)
+            try:
+                v = await asyncio.wait_for(asyncio.wrap_future(fut), self.s.budget_s)
+            except (ShapeError, ReviewError) as e:
+                return await self._reject(send, 400, str(e), t0)
+            except asyncio.TimeoutError:
+                if progress.request is None:  # a large body still waiting for a worker: answered from a scan
+                    return await self._overloaded(send, lane, progress, body, t0,
+                                                  f"review not started within {self.s.budget_s:g} s")
+                v = failure_verdict(f"timed out after {self.s.budget_s:g} s", self.s.on_failure, code=504,
+                                    vllm=self._serves(progress))
+            except Exception as e:  # a fault before the uid was read: the API server applies its failurePolicy
+                log.error({"event": "review-error", "error": type(e).__name__, "where": _where(e)})
+                if progress.request is None:
+                    return await self._reject(send, 400, f"cannot read the request ({type(e).__name__})", t0)
+                v = failure_verdict(f"internal error: {type(e).__name__}", self.s.on_failure, code=500,
+                                    vllm=self._serves(progress))
+            req = progress.request
+            assert req is not None
+            await self._answer(send, req, v, t0)
+        finally:
+            if held[0]:
+                self.budget.give(held[0])
+
+    @staticmethod
+    def _serves(progress: _Progress) -> bool | None:
+        obj = progress.request.object if progress.request is not None else None
+        return may_serve(obj, progress.mentions_vllm) if progress.mentions_vllm is not None else None
+
+    async def _overloaded(self, send: Any, lane: _Lane, progress: _Progress, body: bytes | None, t0: float,
+                          why: str = "") -> None:
+        """A lane at capacity: an answer at once, never an HTTP error the API server's failurePolicy decides."""
+        why = why or f"overloaded: {lane.name} reviews at capacity ({lane.capacity})"
         req = progress.request
-        assert req is not None
+        if req is None:  # a large body not parsed: its uid and whether it may name a server, from a scan
+            scan = _Scan()
+            scan.feed(body or b"")
+            uid = scan.uid()
+            if uid is None:
+                return await self._reject(send, 429, f"{why}; retry", t0, retry_after=True)
+            req, serves = Request(uid=uid, object=None, dry_run=False), scan.mentions
+        else:
+            serves = self._serves(progress)
+        await self._answer(send, req, failure_verdict(why, self.s.on_failure, code=429, vllm=serves), t0)
+
+    async def _answer(self, send: Any, req: Request, v: Verdict, t0: float) -> None:
         out = response(req.uid, v)
         if v.failure:
             verdict = "failed-open" if v.allowed else "failed-closed"
@@ -240,8 +376,30 @@ class WebhookApp:
                   "rules": sorted({f.rule for f in v.findings}), "ms": round(dt * 1000, 2)})
         await _send(send, 200, json.dumps(out).encode())
 
-    async def _read(self, receive: Any) -> bytes:
-        chunks, size = [], 0
+    async def _unfinished(self, send: Any, got: list[bytes], t0: float) -> None:
+        """A body not received in time: answered from its head when that holds the uid (an object that may name
+        vLLM is denied by default: what did not arrive cannot be read), else 408."""
+        scan = _Scan()
+        for c in got:
+            scan.feed(c)
+        uid = scan.uid()
+        if uid is None:
+            return await self._reject(send, 408, "request body not received in time", t0)
+        v = failure_verdict(f"request body not received within {self.s.body_timeout_s:g} s", self.s.on_failure,
+                            code=408, vllm=True if scan.mentions else None)
+        await self._answer(send, Request(uid=uid, object=None, dry_run=False), v, t0)
+
+    async def _read(self, receive: Any, declared: int, held: list[int],
+                    chunks: list[bytes]) -> tuple[bytes | None, _Scan | None]:
+        """The body, counted against the memory budget before it is kept: (body, None); or, when the budget
+        cannot hold it, (None, scan) after reading it through without keeping it. `chunks` holds what has
+        arrived and is kept, for the caller to read if this is cancelled."""
+        size = 0
+        scan: _Scan | None = None
+        if declared and not self.budget.take(declared):
+            scan = _Scan()
+        elif declared:
+            held[0] = declared
         while True:
             msg = await receive()
             if msg["type"] == "http.disconnect":
@@ -250,9 +408,29 @@ class WebhookApp:
             size += len(chunk)
             if size > self.s.max_body_bytes:
                 raise _TooLarge
-            chunks.append(chunk)
+            if scan is None and size > held[0]:  # more than declared (or no Content-Length): count as it comes
+                if self.budget.take(size - held[0]):
+                    held[0] = size
+                else:
+                    scan = _Scan()
+                    for c in chunks:
+                        scan.feed(c)
+                    chunks.clear()
+                    self.budget.give(held[0])
+                    held[0] = 0
+            if scan is not None:
+                scan.feed(chunk)
+                chunks[:] = [scan.head]  # the head only: what a timeout answer reads
+            else:
+                chunks.append(chunk)
             if not msg.get("more_body"):
-                return b"".join(chunks)
+                if scan is not None:
+                    chunks.clear()
+                    if held[0]:
+                        self.budget.give(held[0])
+                        held[0] = 0
+                    return None, scan
+                return b"".join(chunks), None
 
     async def _reject(self, send: Any, code: int, why: str, t0: float, retry_after: bool = False) -> None:
         self.metrics.requests.labels(f"rejected-{code}").inc()
@@ -309,23 +487,32 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """One JSON handler on the root logger; uvicorn's loggers propagate to it."""
+    """One JSON handler on the root logger; uvicorn's loggers propagate to it (its access log is off)."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "asyncio"):
+    for name in ("uvicorn", "uvicorn.error", "asyncio"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+    # each request is logged once, by this module (the review line, or a rejection): uvicorn's access line
+    # would say the same again
+    access = logging.getLogger("uvicorn.access")
+    access.handlers[:] = []
+    access.propagate = False
 
 
 def guarded_protocol(settings: WebhookSettings, metrics: _Metrics | None) -> type:
     """uvicorn's h11 protocol with a connection cap and a deadline for each request's headers."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
+    per_client: dict[str, int] = {}
+
     class GuardedH11Protocol(H11Protocol):
         _guard: asyncio.TimerHandle | None = None
+        _client: str | None = None  # the address this connection is counted under
+        clients = per_client  # connections past the handshake, by client address (read by _guard_accept)
 
         def _closed_by_guard(self, reason: str) -> None:
             if metrics is not None:
@@ -347,6 +534,14 @@ def guarded_protocol(settings: WebhookSettings, metrics: _Metrics | None) -> typ
             if len(self.connections) > settings.max_connections:
                 self._closed_by_guard("connection-limit")
                 return
+            if settings.max_connections_per_client:
+                peer = transport.get_extra_info("peername")
+                addr = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+                if per_client.get(addr, 0) >= settings.max_connections_per_client:
+                    self._closed_by_guard("client-connection-limit")
+                    return
+                per_client[addr] = per_client.get(addr, 0) + 1
+                self._client = addr
             self._arm()
 
         def data_received(self, data: bytes) -> None:
@@ -363,9 +558,52 @@ def guarded_protocol(settings: WebhookSettings, metrics: _Metrics | None) -> typ
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            if self._client is not None:
+                left = per_client.get(self._client, 1) - 1
+                if left > 0:
+                    per_client[self._client] = left
+                else:
+                    per_client.pop(self._client, None)
+                self._client = None
             super().connection_lost(exc)
 
     return GuardedH11Protocol
+
+
+def _guard_accept(loop: Any, settings: WebhookSettings, protocol: type, metrics: _Metrics | None) -> None:
+    """Refuse a connection before its TLS handshake when its client address already holds its share
+    (connections being handshaken count too), or when as many handshakes as connections allowed are under
+    way: a storm of reconnecting clients then costs an accept and a close each, not a handshake each.
+    asyncio's selector loop accepts through `_accept_connection2` (CPython 3.8-3.13); without it, the
+    limits apply after the handshake only (GuardedH11Protocol)."""
+    accept = getattr(loop, "_accept_connection2", None)
+    clients = getattr(protocol, "clients", None)
+    if accept is None or clients is None:
+        return
+    pending: dict[str, int] = {}
+    total = [0]
+
+    async def guarded(protocol_factory: Any, conn: Any, extra: Any, *args: Any, **kwargs: Any) -> None:
+        peer = (extra or {}).get("peername")
+        addr = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        cap = settings.max_connections_per_client
+        if (cap and clients.get(addr, 0) + pending.get(addr, 0) >= cap) or total[0] >= settings.max_connections:
+            if metrics is not None:
+                metrics.closed.labels("refused-before-handshake").inc()
+            conn.close()
+            return
+        pending[addr] = pending.get(addr, 0) + 1
+        total[0] += 1
+        try:
+            await accept(protocol_factory, conn, extra, *args, **kwargs)
+        finally:
+            total[0] -= 1
+            if pending[addr] > 1:
+                pending[addr] -= 1
+            else:
+                del pending[addr]
+
+    loop._accept_connection2 = guarded
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -425,7 +663,7 @@ def build(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
     config = uvicorn.Config(app, host=host, port=port, ssl_certfile=cert, ssl_keyfile=key, log_config=None,
                             access_log=False, lifespan="on", timeout_keep_alive=settings.keep_alive_s,
                             timeout_graceful_shutdown=20, h11_max_incomplete_event_size=settings.max_header_bytes,
-                            limit_concurrency=settings.max_connections, server_header=False,
+                            limit_concurrency=2 * settings.max_connections, server_header=False,
                             http=guarded_protocol(settings, app.metrics))
     try:
         config.load()
@@ -444,6 +682,14 @@ def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
     sock = _listen(host, port)
     if log_setup:
         configure_logging()
+    mode = "https" if cert else "insecure-http"
+    where = f"{'https' if cert else 'http'}://{host if ':' not in host else f'[{host}]'}:{port}/validate"
+    if cert:
+        log.info({"event": "listening", "address": where, "mode": mode, "cert": cert})
+    else:
+        log.warning({"event": "listening", "address": where, "mode": mode,
+                     "warning": "plain HTTP without a certificate (--insecure-http): for local trials only; the API "
+                                "server calls webhooks over HTTPS"})
     _small_tls_buffers()
     server = uvicorn.Server(config)
     if on_start is not None:
@@ -459,6 +705,7 @@ def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
             return create_server(*args, **kwargs)
 
         loop.create_server = with_handshake_timeout  # type: ignore[method-assign]
+        _guard_accept(loop, settings, config.http, _app.metrics)
         watcher = asyncio.create_task(_watch_certificate(config, cert, key, reload_every_s)) if cert and key else None
         try:
             await server.serve(sockets=[sock])

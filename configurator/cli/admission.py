@@ -26,33 +26,46 @@ _FAILURE_CHOICES = ["deny", "allow-with-warning", "allow"]
               help="Certificate (PEM); re-read when it changes on disk.")
 @click.option("--tls-private-key-file", "key", type=click.Path(dir_okay=False), default=None,
               help="Private key (PEM) of --tls-cert-file; re-read with it.")
+@click.option("--insecure-http", is_flag=True,
+              help="Serve plain HTTP without a certificate (local trials only: the API server calls webhooks over "
+                   "HTTPS); logged as a warning at start.")
 @click.option("--config", "config_path", default=None, help="The same config file as `check`.")
 @click.option("--gpu", default=None, help="GPU assumed when a workload does not say.")
 @click.option("--on-error", type=click.Choice(["deny", "warn"]), default="deny", show_default=True,
               help="What an error finding does: deny the object, or allow it with warnings.")
 @click.option("--on-failure", type=click.Choice(_FAILURE_CHOICES), default="deny", show_default=True,
               help="What a review that cannot be completed (timeout, overload, malformed object, internal error) "
-                   "does for an object naming vLLM: deny it, or allow it with a warning saying it was not checked "
-                   "(`allow` is read as allow-with-warning). Other objects are always allowed.")
+                   "does for an object that may hold a vLLM server: deny it, or allow it with a warning saying it was "
+                   "not checked (`allow` is read as allow-with-warning). Other objects are always allowed.")
 @click.option("--budget", type=click.FloatRange(0, 60, min_open=True), default=2.0, show_default=True,
               help="Seconds per review (more than 0; keep below the webhook's timeoutSeconds).")
 @click.option("--max-body-bytes", type=click.IntRange(1024, 64 << 20), default=3 << 20, show_default=True,
-              help="Largest request body accepted; a larger one is answered 413.")
+              help="Largest request body read; a larger one is answered HTTP 413.")
 @click.option("--body-timeout", type=click.FloatRange(0, 300, min_open=True), default=5.0, show_default=True,
               help="Seconds a client may take to send its request body.")
 @click.option("--cert-reload-interval", type=click.FloatRange(1, 3600), default=2.0, show_default=True,
               help="Seconds between checks of the certificate files for rotation (at least 1).")
 @click.option("--max-connections", type=click.IntRange(1, 100_000), default=1000, show_default=True,
-              help="Connections held at once; more are closed (uvicorn answers 503 at the limit).")
+              help="Connections held at once (handshakes under way included); more are closed at once.")
+@click.option("--max-connections-per-client", type=click.IntRange(0, 100_000), default=256, show_default=True,
+              help="Connections held at once from one client address (0: no limit); more are closed at once.")
 @click.option("--header-timeout", type=click.FloatRange(0, 300, min_open=True), default=5.0, show_default=True,
               help="Seconds a client may take to finish the TLS handshake, and to send a request's headers.")
 @click.option("--keep-alive", type=click.IntRange(1, 3600), default=30, show_default=True,
               help="Seconds an idle keep-alive connection is kept.")
 @click.option("--queue", type=click.IntRange(1, 10_000), default=64, show_default=True,
-              help="Reviews admitted at once (running or waiting); more are answered 429 at once.")
-def webhook_cmd(host, port, cert, key, config_path, gpu, on_error, on_failure, budget, max_body_bytes,
-                body_timeout, cert_reload_interval, max_connections, header_timeout, keep_alive, queue) -> None:
-    """Serve the validating admission webhook over HTTPS: POST /validate, GET /healthz /readyz /metrics."""
+              help="Reviews admitted at once (running or waiting); past it a review of an object that may hold a "
+                   "vLLM server gets the --on-failure answer at once (a denial by default), others are allowed.")
+@click.option("--memory-budget", type=click.IntRange(8, 1 << 16), default=96, show_default=True, metavar="MIB",
+              help="MiB of request bodies held at once, all connections together; a body that does not fit is "
+                   "read through without being kept and gets the --on-failure answer.")
+def webhook_cmd(host, port, cert, key, insecure_http, config_path, gpu, on_error, on_failure, budget,
+                max_body_bytes, body_timeout, cert_reload_interval, max_connections, max_connections_per_client,
+                header_timeout, keep_alive, queue, memory_budget) -> None:
+    """Serve the validating admission webhook over HTTPS: POST /validate, GET /healthz /readyz /metrics.
+
+    It needs --tls-cert-file and --tls-private-key-file (exit 2 without them) unless --insecure-http is given.
+    """
     try:
         import prometheus_client  # noqa: F401
         import uvicorn  # noqa: F401
@@ -63,12 +76,18 @@ def webhook_cmd(host, port, cert, key, config_path, gpu, on_error, on_failure, b
 
     if bool(cert) != bool(key):
         raise InputError("--tls-cert-file and --tls-private-key-file go together")
+    if not cert and not insecure_http:
+        raise InputError("the webhook serves HTTPS: give --tls-cert-file and --tls-private-key-file, or "
+                         "--insecure-http to serve plain HTTP for a local trial")
+    if cert and insecure_http:
+        raise InputError("--insecure-http and --tls-cert-file exclude each other")
     opts, _ = _options(config_path, gpu)
     serve(WebhookSettings(options=opts, on_error=on_error,
                           on_failure="deny" if on_failure == "deny" else "allow-with-warning", budget_s=budget,
                           max_body_bytes=max_body_bytes, body_timeout_s=body_timeout, max_connections=max_connections,
+                          max_connections_per_client=max_connections_per_client,
                           handshake_timeout_s=header_timeout, header_timeout_s=header_timeout,
-                          keep_alive_s=keep_alive, queue=queue),
+                          keep_alive_s=keep_alive, queue=queue, memory_budget_bytes=memory_budget << 20),
           host=host, port=port, cert=cert, key=key, reload_every_s=cert_reload_interval)
 
 
@@ -133,7 +152,9 @@ def review_cmd(config_path, gpu, on_error, on_failure) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the report to FILE instead of standard output (never over an existing file).")
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
-def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, strict) -> None:
+@click.option("--deadline", "deadline", type=click.FloatRange(1, 86_400), default=300, show_default=True,
+              help="Seconds the whole audit may take (listing and evaluation); past it, exit 2 with no report.")
+def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, strict, deadline) -> None:
     """Check the workloads of a live cluster, the GPU type read from their nodes' labels.
 
     The formats of `check` (text, json, sarif, github, junit) and its exit codes.
@@ -142,5 +163,5 @@ def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, str
     from configurator.cli.check import finish
 
     opts, cfg = _options(config_path, gpu)
-    finish(audit(opts, context=context, namespace=namespace, in_cluster=in_cluster), fmt, output,
-           strict or cfg.strict)
+    finish(audit(opts, context=context, namespace=namespace, in_cluster=in_cluster, deadline_s=deadline), fmt,
+           output, strict or cfg.strict)

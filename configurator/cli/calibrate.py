@@ -66,7 +66,7 @@ def calibrate_cmd(log, model, gpu, gpu_memory, vllm_version, out, out_alias, for
                                 gpu_memory=gpu_memory, vllm_version=vllm_version, flags=extra)
     path = Path(out) if out else Path(Path(source).name if source != "<stdin>" else "vllm").with_suffix(
         ".calibration.yaml")
-    write_calibration(report.calibration, path, force=force)
+    write_calibration(report.calibration, path, force=force, inputs=(log,))
     if fmt == "json":
         import json
 

@@ -116,13 +116,16 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, for
     report = run(paths, settings, gpu=gpu, workload=workload, vllm_version=vllm_version,
                  model_config_dirs=tuple(m for m in model_config if "=" not in m), values=values,
                  force_exclude=force_exclude)
-    write_reports(report, pairs, strict or settings.config.strict, force=force, inputs=tuple(paths))
+    workload_file = workload or settings.config.workload  # the output must not overwrite any input
+    inputs = (*paths, *values, *(x for x in (settings.source, workload_file) if x and Path(str(x)).is_file()))
+    write_reports(report, pairs, strict or settings.config.strict, force=force, inputs=inputs)
 
 
 def write_reports(report, pairs: Sequence[tuple[str, str | None]], strict: bool, *, force: bool = False,
                   inputs: tuple[str, ...] = ()) -> None:
     """Render a CheckReport in each (format, path) pair (None: stdout), then exit as `check` does. Files are
     written with safe_io.write_output: never over an existing file without --force, never onto an input."""
+    from configurator.lint.load import EXTENSIONS
     from configurator.report.check_formats import FORMATS
     from configurator.safe_io import write_output
 
@@ -132,7 +135,7 @@ def write_reports(report, pairs: Sequence[tuple[str, str | None]], strict: bool,
             continue
         buf = io.StringIO()
         FORMATS[fmt](report, buf)
-        write_output(path, buf.getvalue(), force=force, inputs=inputs)
+        write_output(path, buf.getvalue(), force=force, inputs=inputs, folder_reads=EXTENSIONS)
     worst = report.worst()
     failed = worst == "error" or (worst == "warning" and strict)
     sys.exit(int(ExitCode.FAIL if failed else ExitCode.OK))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+MAX_COUNT = 10**12  # the largest token count or concurrency an option takes (a float holds it exactly)
+
 
 def release(vllm_version: str, image: str | None) -> str:
     """--image wins over --vllm-version; an unknown tag warns and means the newest release."""

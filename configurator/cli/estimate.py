@@ -89,7 +89,8 @@ def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_use
     between releases (max_num_seqs, max_num_batched_tokens, block size, ...), and `How it adds up` names the
     values used. vLLM options not listed here go after `--`.
 
-    Exit 0 when it fits, 1 when vLLM would refuse to start, 2 for bad input.
+    Exit 0 when it fits, 1 when vLLM would refuse to start, 2 for bad input, 3 when nothing is predicted
+    (no GPU named, or vLLM would run its V0 engine).
     """
     from configurator.estimate import EstimateRequest, estimate
     from configurator.vllm.flags import BY_DEST, parse_args, unrecognized_message
@@ -130,7 +131,8 @@ def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_use
     if unmodelled:
         result = result.model_copy(update={"warnings": [*unmodelled, *result.warnings]})
     common.gpu_note(gpu)
-    code = ExitCode.OK if result.fits else ExitCode.FAIL
+    code = ExitCode.NOT_PREDICTED if result.verdict == "not-predicted" else \
+        ExitCode.OK if result.fits else ExitCode.FAIL
     if fmt == "json":
         from configurator.report import ESTIMATE_FORMATS
 

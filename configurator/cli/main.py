@@ -48,6 +48,12 @@ class _Group(click.Group):
             sys.exit(int(ExitCode.OK))
         except (OSError, ValueError) as e:  # last line of defence: one line, never a traceback
             _fail(str(e), ExitCode.USAGE, as_json)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # usage errors, --help, Ctrl-C: click's own
+        except Exception as e:  # a fault (RecursionError, OverflowError, KeyError, ...): fail closed, never 0
+            from configurator.lint.engine import cause
+
+            _fail(f"internal error ({cause(e)}): nothing was decided; please report it", ExitCode.USAGE, as_json)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -55,7 +61,8 @@ class _Group(click.Group):
 def cli() -> None:
     """Predict vLLM's GPU memory budget and KV-cache capacity before you start it.
 
-    Exit codes: 0 fits / clean, 1 vLLM would refuse to start, 2 bad input.
+    Exit codes: 0 fits / clean, 1 vLLM would refuse to start, 2 bad input, 3 not predicted (estimate: no GPU
+    named, or a V0 start-up).
     """
 
 

@@ -92,8 +92,9 @@ def plan_cmd(model_arg, model, model_configs, revision, gpu, gpu_memory, gpus, g
 
     for name, v in (("--concurrency", concurrency), ("--max-context", max_context),
                     ("--prompt-tokens", prompt_tokens), ("--output-tokens", output_tokens), ("--gpus", gpus)):
-        if v is not None and v <= 0:
-            raise InputError(f"{name} must be a positive integer, got {v}")
+        if v is not None and (v <= 0 or (v > common.MAX_COUNT and name != "--gpus")):  # --gpus: at most 1,024 below
+            shown = f"{v}" if v < 10**20 else f"a {len(str(v))}-digit number"
+            raise InputError(f"{name} must be a positive integer up to {common.MAX_COUNT:,}, got {shown}")
     w = override(load_workload(workload), max_context_tokens=max_context, prompt_tokens=prompt_tokens,
                  output_tokens=output_tokens, concurrency=concurrency)
     spec = common.model_spec(model, model_configs, revision)

@@ -151,7 +151,7 @@ def apply_calibration(cal: CalibrationLike, inp: Inputs, weights: int, ov: Overh
             then = weight_bytes(inp.model, tp=int(cal.flags.get("tensor_parallel_size") or 1),
                                 pp=int(cal.flags.get("pipeline_parallel_size") or 1),
                                 quantization=cal.flags.get("quantization"), dtype=inp.dtype,
-                                compute_capability=inp.gpu.sm).per_rank_bytes
+                                compute_capability=inp.gpu.sm, vllm_version=inp.b.version).per_rank_bytes
             weights = int(m.weights_bytes * base / max(then, 1)) + extra
     predicted_now = ov.activation_bytes + ov.non_torch_bytes + ov.cudagraph_bytes + other
     scale = overhead_scale(predicted_now, cal.predicted_overhead_bytes)
@@ -195,7 +195,8 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
     # it loads are sized by max_num_batched_tokens (configurator/memory/weights.py)
     off = {k for k, v in flag_mm_limits(f).items() if v == 0}
     w = weight_bytes(model, tp=tp, pp=pp, quantization=f.get("quantization"), dtype=inp.dtype,
-                     compute_capability=inp.gpu.sm, max_num_batched_tokens=inp.mnbt, modalities_off=off)
+                     compute_capability=inp.gpu.sm, max_num_batched_tokens=inp.mnbt, modalities_off=off,
+                     vllm_version=b.version)
     # optional features (configurator/estimate/features.py): LoRA slots and a draft load with the weights,
     # --cpu-offload-gb keeps some of them in host memory
     feats = plan_features(model, f, version=b.version, dtype=inp.dtype, tp=tp, layers=stages[-1],

@@ -115,8 +115,12 @@ NEEDS_GPU = ("the budget (gpu_memory_utilization x the GPU's memory) and so the 
              "or --gpu-memory")
 
 
-def explain_limited(inp: Inputs, kvp: KVPlan, budget: Budget, reason: str) -> EstimateResult:
-    """What holds without a GPU or on V0: weights per GPU, KV per token and per sequence, and why no more."""
+def explain_limited(inp: Inputs, kvp: KVPlan, budget: Budget, reason: str,
+                    refusals: tuple[str, ...] = ()) -> EstimateResult:
+    """What holds without a GPU or on V0: weights per GPU, KV per token and per sequence, and why no more.
+
+    Verdict 'not-predicted' (fits None), unless vLLM refuses before any memory figure matters (inputs'
+    errors, or `refusals`: weights larger than the named card): then 'refused'."""
     model, kv, max_len = inp.model, inp.kv, inp.max_len
     grows, window_bytes, state = per_sequence_costs(kvp.rank.specs, kvp.layout, max_len, kvp.limits)
     per_seq = grows * max_len + window_bytes + state
@@ -134,9 +138,9 @@ def explain_limited(inp: Inputs, kvp: KVPlan, budget: Budget, reason: str) -> Es
     for g in model.layers:
         kinds[g.kind] = kinds.get(g.kind, 0) + 1
     w = budget.weights
-    errors = list(inp.errors)
+    errors = [*inp.errors, *refusals]
     return EstimateResult(
-        fits=not errors, verdict="fits" if not errors else "refused", vllm_version=inp.b.version,
+        fits=False if errors else None, verdict="refused" if errors else "not-predicted", vllm_version=inp.b.version,
         model=ModelInfo(name=model.name, model_type=model.model_type, dtype=inp.dtype,
                         num_hidden_layers=model.num_hidden_layers, layers_with_kv=kinds,
                         quantization=model.quant.method,

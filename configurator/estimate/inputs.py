@@ -12,6 +12,7 @@ from typing import Any
 
 from configurator.errors import InputError
 from configurator.estimate.features import SpecPlan, plan_speculative, v0_fallback
+from configurator.estimate.loadable import block_shape_refusal, removed_architecture, v0_only
 from configurator.estimate.result import EstimateRequest
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, no_kernel_image
 from configurator.memory.kv_dtype import KV_DTYPES, MODEL_DTYPE_KV, KVDtype
@@ -211,7 +212,12 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     # architecture the release's wheel has no kernels for
     if arch := no_kernel_image(gpu, b.version, SUPPORTED):
         errors.append(arch)
-    v0 = v0_reason(b, gpu, kv_name) or v0_fallback(b.version, f)
+    # refusals before memory (configurator/estimate/loadable.py): the registry, then the weights' shapes
+    if removed := removed_architecture(model, b.version):
+        errors.insert(0, removed)
+    elif shard := block_shape_refusal(model, f, tp):
+        errors.append(shard)
+    v0 = v0_reason(b, gpu, kv_name) or v0_only(model, b.version) or v0_fallback(b.version, f)
     spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
                             version=b.version)
     if spec is not None and spec.error:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from configurator.estimate.band import CALIBRATED_BYTES, band_bytes
+from configurator.estimate.band import CALIBRATED_BYTES, band_bytes, widen_for_class
 from configurator.estimate.budget import Budget, plan_budget
 from configurator.estimate.explain import NEEDS_GPU, explain, explain_limited
 from configurator.estimate.inputs import NO_GPU, Inputs, resolve_inputs
@@ -16,6 +16,7 @@ from configurator.estimate.layout import KVPlan, plan_kv_layout
 from configurator.estimate.result import EstimateRequest, EstimateResult
 from configurator.estimate.verdict import Verdict, decide
 from configurator.units import format_gib
+from configurator.vllm import messages
 
 
 def estimate(req: EstimateRequest) -> EstimateResult:
@@ -26,7 +27,10 @@ def estimate(req: EstimateRequest) -> EstimateResult:
     if inp.gpu is NO_GPU:
         return explain_limited(inp, kvp, budget, f"needs a GPU: {NEEDS_GPU}")
     if inp.v0_reason:
-        return explain_limited(inp, kvp, budget, inp.v0_reason)
+        # weights larger than the card stop any engine, V0 too: refused on every release
+        oom = (messages.weights_oom(budget.weights_bytes, budget.free_bytes, inp.tp, inp.pp),) \
+            if budget.weights_oom else ()
+        return explain_limited(inp, kvp, budget, inp.v0_reason, oom)
     verdict = decide(inp, kvp, budget)
     result = explain(inp, kvp, budget, verdict)
     return with_band(result, inp, kvp, budget, verdict)
@@ -35,12 +39,13 @@ def estimate(req: EstimateRequest) -> EstimateResult:
 def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, verdict: Verdict) -> EstimateResult:
     """The available-KV band and the verdict across it (configurator/estimate/band.py)."""
     avail = budget.available_bytes
+    basis = None
     if budget.kv_bytes_flag:
         below = above = 0
         why = "--kv-cache-memory-bytes: vLLM uses exactly this many bytes"
     elif budget.calibrated and not budget.calibrated_other_layout:
         below = above = CALIBRATED_BYTES
-        why = "calibrated from a real log of this model, GPU and release"
+        why = basis = "calibrated from a real log of this model, GPU and release"
     elif budget.calibrated:  # measured at another TP / PP: the new layout's communication memory is predicted
         below, above, row = band_bytes(inp.b.version, inp.model)
         below, above = max(below, CALIBRATED_BYTES), max(above, CALIBRATED_BYTES)
@@ -49,6 +54,8 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
     else:
         below, above, row = band_bytes(inp.b.version, inp.model)
         why = f"the 90th percentile of the dev logs' cross-validated errors, {row} (profiles/error_bands.yaml)"
+        below, above, basis = widen_for_class(below, above, inp.gpu, budget.requested_bytes)
+        why += f"; {basis}"
     if budget.features.unmodelled_layout and not budget.kv_bytes_flag:
         # a KV layout the tool does not model (its own warning names it): what vLLM's check needs per request is
         # unknown, so the pessimistic end is no KV at all and the verdict can be `at-risk`, never a silent `fits`
@@ -84,4 +91,4 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
         derivation.append(f"error band: available KV {format_gib(low)} to {format_gib(high)} GiB ({why}); "
                           f"verdict {state}")
     return result.model_copy(update={"verdict": state, "kv_cache_bytes_low": low, "kv_cache_bytes_high": high,
-                                     "derivation": derivation, "warnings": warnings})
+                                     "derivation": derivation, "warnings": warnings, "band_basis": basis})

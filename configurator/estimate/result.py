@@ -93,10 +93,17 @@ class GPUInfo(BaseModel):
 class EstimateResult(BaseModel):
     """Everything `estimate` predicts; schemas/estimate.schema.json is generated from this."""
 
-    fits: bool = Field(description="vLLM would start at the central prediction (no refusal predicted)")
-    verdict: Literal["fits", "at-risk", "refused"] = Field(
-        "fits", description="'refused': vLLM refuses even at the optimistic end of the error band; 'at-risk': "
-                            "it refuses somewhere inside the band; 'fits': it starts across the band")
+    fits: bool | None = Field(description="vLLM would start at the central prediction (no refusal predicted); "
+                                          "null when nothing is predicted (verdict 'not-predicted')")
+    verdict: Literal["fits", "at-risk", "refused", "not-predicted"] = Field(
+        "fits", description="'refused': vLLM refuses even at the optimistic end of the error band (or before "
+                            "memory: an architecture the release removed, a block-quantized shard width); "
+                            "'at-risk': it refuses somewhere inside the band; 'fits': it starts across the band; "
+                            "'not-predicted': no GPU named or vLLM would run its V0 engine, so no start-up "
+                            "verdict (exit code 3)")
+    band_basis: str | None = Field(None, description="what the error band rests on: 'validated by N logs of this "
+                                                     "kind' or 'no log of this kind: band widened to +-X GiB "
+                                                     "because ...'")
     kv_cache_bytes_low: int | None = Field(None, description="pessimistic end of the available-KV band (bytes)")
     kv_cache_bytes_high: int | None = Field(None, description="optimistic end of the available-KV band (bytes)")
     vllm_version: str

@@ -179,7 +179,12 @@ def find_config(targets: list[str], start: Path | None = None) -> Path | None:
     """The nearest config file from the first file or folder target upwards (the current folder for `-`)."""
     first = next((t for t in targets if t != "-"), None)
     folder = Path(first) if first is not None else (start or Path.cwd())
-    folder = folder.resolve()
+    try:
+        folder = folder.resolve()
+    except RuntimeError:  # pathlib's "Symlink loop" (Python 3.11-3.12)
+        raise InputError(f"{first}: a symbolic link loop: not read") from None
+    except OSError as e:  # ELOOP (3.13+), a name too long
+        raise InputError(f"{first}: cannot be read ({e.strerror or e})") from None
     if not folder.is_dir():
         folder = folder.parent
     for d in (folder, *folder.parents):

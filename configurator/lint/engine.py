@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +22,7 @@ from configurator.lint.config import LintConfig, Settings
 from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release, ngc_tag
 from configurator.lint.load import Document, Problem
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
+from configurator.model.resolver import manifest_model
 
 IGNORE_ANNOTATION = ANNOTATION_PREFIX + "ignore"  # "rule-a,rule-b" or "all" (no reason)
 IGNORE_ALL_ANNOTATION = ANNOTATION_PREFIX + "ignore-all"  # "<reason>"
@@ -30,6 +30,7 @@ IGNORE_CHECK_PREFIX = "ignore-check.vllm-configurator.io/"  # ignore-check.vllm-
 GPU_ANNOTATION = ANNOTATION_PREFIX + "gpu"
 USED_ANNOTATION = ANNOTATION_PREFIX + "gpu-memory-used"
 MODEL_ANNOTATION = ANNOTATION_PREFIX + "model"  # the model a served name or local path stands for
+INTERNAL_ERROR = "internal-error"  # fails closed: an annotation cannot silence it (only the operator's config)
 
 __all__ = ["CheckReport", "Finding", "LintConfig", "ObjectRef", "Options", "ServerReport", "Suppression", "evaluate"]
 
@@ -86,10 +87,11 @@ class ServerReport(BaseModel):
     vllm_version: str
     vllm_version_source: str = Field("", description="where the release came from (image tag, --vllm-version, ...)")
     flags: dict[str, Any]
-    verdict: Literal["fits", "at-risk", "refused", "not-checked"]
+    verdict: Literal["fits", "at-risk", "refused", "not-predicted", "not-checked"]
     kv_cache_bytes: int | None = None
     kv_cache_bytes_low: int | None = None
     kv_cache_bytes_high: int | None = None
+    band_basis: str | None = Field(None, description="what the available-KV band rests on (EstimateResult.band_basis)")
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
     catalog: CatalogReport | None = None
@@ -136,59 +138,20 @@ class Options:
 
 # -- model, GPU, release ------------------------------------------------------------------------------
 
-def _on_this_machine(name: str) -> bool:
-    """Whether a model name from a manifest happens to name a file or folder where `check` runs (`/models/llama`
-    on a machine that has one, `Qwen/Qwen3-8B` beside the manifests): the resolver would read it."""
-    try:
-        return Path(name).expanduser().exists()
-    except (OSError, ValueError):  # a name too long for a path, a NUL
-        return False
-
-
 def _model(name: str, dirs: tuple[str, ...], cache: dict, resolver: Any = None,
            local_ok: bool = False) -> tuple[Any, str | None]:
-    """The ModelSpec a server's model name stands for, or (None, why). A name written in a manifest (or in
-    the vllm-configurator.io/model annotation) is never read from this machine's files: `/mnt/models` or a
-    PVC mount is a path inside the container, and a folder of the same name here is a coincidence. Only the
-    config's `models:` map (`local_ok`) and --model-config folders point at local files."""
+    """The ModelSpec a server's model name stands for, or (None, why): configurator.model.resolver, the one
+    lookup `check`, `review`, the webhook and `audit` share (a path a manifest names is never read here)."""
     key = (name, local_ok, dirs)
-    if key in cache:
-        return cache[key]
-    from configurator.model.resolve import load_local, resolve_model
-
-    result: tuple[Any, str | None]
-    try:
+    if key not in cache:
         if resolver is not None:
-            result = (resolver(name), None)
-            cache[key] = result
-            return result
-        for d in dirs:
-            for cand in (Path(d) / (name.replace("/", "__") + ".json"), Path(d) / name / "config.json",
-                         Path(d) / name.rsplit("/", 1)[-1] / "config.json"):
-                if cand.is_file():
-                    result = (load_local(cand), None)
-                    cache[key] = result
-                    return result
-        if not local_ok and "://" in name:  # pvc://, s3://, gs:// (KServe storageUri): a location, not a model
-            result = (None, f"model '{name}' is a storage location, which names no model offline; map it with "
-                            f"`models: {{\"{name}\": <model id or config.json>}}` in .vllm-configurator.yaml, the "
-                            f"{MODEL_ANNOTATION} annotation, or --model-config '{name}=PATH'")
-        elif not local_ok and _on_this_machine(name):
-            from configurator.admission.models import catalog_resolver
-
-            try:  # the catalog alone: a Hub-shaped id that is also a folder here still finds its profile
-                result = (catalog_resolver(())(name), None)
-            except (ConfiguratorError, OSError, ValueError):
-                hint = (f"a path inside the container is not read from this machine; map it with `models: {{{name}: "
-                        f"<model id or config.json>}}` in .vllm-configurator.yaml, the {MODEL_ANNOTATION} "
-                        f"annotation, or --model-config")
-                result = (None, f"model '{name}' cannot be resolved offline: {hint}")
+            try:
+                cache[key] = (resolver(name), None)
+            except (ConfiguratorError, OSError, ValueError) as e:
+                cache[key] = (None, f"model '{name}' cannot be resolved offline: {e}")
         else:
-            result = (resolve_model(name, allow_hub=False), None)
-    except (ConfiguratorError, OSError, ValueError) as e:  # ValueError: a local file that is not JSON
-        result = (None, f"model '{name}' cannot be resolved offline: {e}")
-    cache[key] = result
-    return result
+            cache[key] = manifest_model(name, dirs, local_ok)
+    return cache[key]
 
 
 def _find(name: str) -> Any:
@@ -321,7 +284,7 @@ def _catalog_fit(model: Any, version: str, flags: dict, cache: dict) -> CatalogF
             refused.append(gpu)
             continue
         v = verdict_of(r)
-        (fits if v == "fits" else risky if v == "at-risk" else refused).append(gpu)
+        (fits if v == "fits" else risky if v in ("at-risk", "not-predicted") else refused).append(gpu)
         if r.kv_cache.blocks_per_request > 0:
             needs.append((gpu.total_bytes, needed_bytes_per_gpu(r)))
     # the figure of the smallest GPU it fits on (defaults that depend on the GPU are then the ones it gets),
@@ -366,7 +329,7 @@ class _Collector:
         sev = self.severity(rule)
         if sev == "off":
             return
-        sup = _suppression(rule, annotations) if annotations else None
+        sup = _suppression(rule, annotations) if annotations and rule != INTERNAL_ERROR else None
         if sup is None:
             why = self.settings.rule_excluded(rule, loc.file)
             if why is not None:
@@ -396,12 +359,13 @@ def _mentions_vllm(data: Any) -> bool:
     return False
 
 
-def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[str, list[str]] | None = None) -> None:
+def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[str, list[str]] | None = None) -> int:
     """A file that mentions vLLM but yielded neither a server nor a finding gets one note, so nothing that names
     vLLM passes in silence: read-by-server when a server of another file read it (`read`: file -> the servers
     that read it, a KServe runtime, a --config ConfigMap), else not-understood (a Service called vllm, an object
-    of an unknown kind)."""
+    of an unknown kind). Returns how many files were reported not-understood (the summary counts them)."""
     read = read or {}
+    unread = 0
     spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed}
     for d in docs:
         if d.file in spoken or not _mentions_vllm(d.data):
@@ -417,6 +381,44 @@ def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[s
         what = f" (kinds: {', '.join(kinds)})" if kinds else ""
         out.add("not-understood", f"the file mentions vLLM but holds no vLLM server check reads{what}: "
                 "nothing in it was checked", d.loc(()))
+        unread += 1
+    return unread
+
+
+def cause(e: BaseException, limit: int = 160) -> str:
+    """An exception as one short line: its type and its message, control characters and newlines flattened."""
+    try:
+        text = str(e)
+    except Exception:  # a message that cannot itself be rendered
+        text = ""
+    text = " ".join("".join(c if c.isprintable() else " " for c in text[: limit * 2]).split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _extract_failing_closed(docs: list[Document], release: str | None, out: Any) -> tuple[list, list]:
+    """extract_all, but an exception is an internal-error finding, never a crash nor a pass: the input is
+    retried file by file, and each file whose extraction still fails is reported (and its servers unchecked)."""
+    try:
+        return extract_all(docs, release)
+    except Exception:  # retried per file below, where the cause is reported
+        pass
+    by_file: dict[str, list[Document]] = {}
+    for d in docs:
+        by_file.setdefault(d.file, []).append(d)
+    found: list = []
+    unread: list = []
+    for file_docs in by_file.values():
+        try:
+            f, u = extract_all(file_docs, release)
+        except Exception as e:  # that file fails closed
+            out.add(INTERNAL_ERROR, f"internal error reading the servers of this file ({cause(e)}): not checked",
+                    file_docs[0].loc(()))
+            continue
+        found += f
+        unread += u
+    return found, unread
 
 
 def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> CheckReport:
@@ -438,7 +440,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     gpus: dict = {}  # (GPU annotation, node labels, GPU resource) -> (GPU, where it came from)
     releases: dict = {}  # (image, VLLM_VERSION env) -> Release
     enabled = [r for r in REGISTRY.values() if out.severity(r.id) != "off"]  # once per run, not per server
-    found, not_understood = extract_all(docs, opts.vllm_version)
+    found, not_understood = _extract_failing_closed(docs, opts.vllm_version, out)
     for nu in not_understood:
         out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,
                 ObjectRef(kind=nu.kind, name=nu.name))
@@ -526,26 +528,31 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                 kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
                 kv_cache_bytes_low=getattr(result, "kv_cache_bytes_low", None) if result is not None else None,
                 kv_cache_bytes_high=getattr(result, "kv_cache_bytes_high", None) if result is not None else None,
+                band_basis=getattr(result, "band_basis", None) if result is not None else None,
                 kv_cache_tokens=result.kv_cache.tokens if result is not None else None,
                 max_concurrency=result.kv_cache.max_concurrency if result is not None else None,
                 catalog=CatalogReport(needs_bytes_per_gpu=catalog.needs_bytes, fits=[g.name for g in catalog.fits],
                                       at_risk=[g.name for g in catalog.at_risk],
                                       refused=[g.name for g in catalog.refused]) if catalog is not None else None))
-        except Exception as e:  # last line of defence: one server's failure is a finding, the run goes on
-            out.add("not-understood", f"internal error evaluating this server ({type(e).__name__}): not checked",
-                    s.loc, ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name), s.container)
+        except Exception as e:  # last line of defence: fail closed, an error finding that fails check and denies
+            obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
+            out.add(INTERNAL_ERROR, f"internal error evaluating this server ({cause(e)}): not checked", s.loc, obj,
+                    s.container, s.annotations)
+            servers.append(ServerReport(file=s.file, line=s.loc.line, object=obj, container=s.container, model=None,
+                                        gpu=None, gpu_source="", gpu_count=None, vllm_version="", flags={},
+                                        verdict="not-checked"))
     readers: dict[str, list[str]] = {}
     for s in found:
         for f in s.sources:
             if f != s.file:
                 readers.setdefault(f, []).append(f"{s.kind}/{s.name} in {s.file}")
-    _no_silent_files(docs, servers, out, readers)
+    silent = _no_silent_files(docs, servers, out, readers)
     findings, suppressed = sorted(out.findings, key=_order), sorted(out.suppressed, key=_order)
     files = len({d.file for d in docs} | {p.loc.file for p in problems})
     counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
     summary = Summary(files=files, servers_found=len(servers),
                       servers_checked=sum(1 for x in servers if x.verdict != "not-checked"),
-                      not_understood=sum(nu.rule == "not-understood" for nu in not_understood),
+                      not_understood=sum(nu.rule == "not-understood" for nu in not_understood) + silent,
                       errors=counts["error"], warnings=counts["warning"],
                       info=counts["info"], suppressed=len(suppressed))
     return CheckReport(findings=findings, suppressed=suppressed, servers=servers, files=files, summary=summary)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from configurator.lint.load import EXTENSIONS, Document, Loc, Problem, load, parse_text
+from configurator.lint.load import EXTENSIONS, MAX_FILE_BYTES, Document, Loc, Problem, load, parse_text
 
 RULE = "template-not-rendered"
 CHART_FILE = "Chart.yaml"
@@ -81,13 +81,21 @@ def has_placeholders(text: str) -> str | None:
     return m.group(0) if m else None
 
 
-def _walk(root: Path, skip: Callable[[Path], bool]) -> tuple[list[Path], list[Path], list[Path]]:
+def _walk(root: Path, skip: Callable[[Path], bool],
+          problems: list[Problem] | None = None) -> tuple[list[Path], list[Path], list[Path]]:
     """(charts, kustomizations, plain files) under a folder; a chart's or kustomization's own files
-    are not listed as plain files."""
+    are not listed as plain files. A folder that cannot be listed is a problem in `problems` (never a silent
+    skip), and the walk goes on."""
     charts: list[Path] = []
     kusts: list[Path] = []
     files: list[Path] = []
-    for dirpath, dirs, names in os.walk(root):
+
+    def unreadable(e: OSError) -> None:
+        if problems is not None:
+            problems.append(Problem(Loc(str(e.filename or root), 1), f"cannot read folder: {e.strerror or e}: "
+                                    "its files were not checked"))
+
+    for dirpath, dirs, names in os.walk(root, onerror=unreadable):
         d = Path(dirpath)
         dirs[:] = sorted(x for x in dirs if not x.startswith(".") and not skip(d / x))
         if CHART_FILE in names:
@@ -165,18 +173,66 @@ def _values_files(chart: Path, problems: list[Problem]) -> tuple[list[Document],
     return docs, problems
 
 
-def render_kustomization(folder: Path, tools: Tools) -> tuple[list[Document], list[Problem]]:
-    """A kustomization's objects as `kubectl kustomize` builds them, or one note saying how."""
+def render_kustomization(folder: Path, tools: Tools,
+                         skip: Callable[[Path], bool] = lambda p: False) -> tuple[list[Document], list[Problem]]:
+    """A kustomization's objects as `kubectl kustomize` builds them; when it cannot be built, one note saying
+    how, and its resource files checked as they are (before patches), so that a refused server in them is
+    still reported."""
     how = f"`kubectl kustomize {folder} | vllm-configurator check -`"
     kfile = next(folder / n for n in KUSTOMIZATION_FILES if (folder / n).is_file())
-    if tools.kubectl is None:
-        return [], [RenderNote(Loc(str(kfile), 1), "Kustomize folder not rendered (kubectl is not on PATH): its "
-                               f"objects are not checked; run {how}")]
-    out, err = _run([tools.kubectl, "kustomize", str(folder)], "kubectl kustomize")
-    if out is None:
-        return [], [RenderNote(Loc(str(kfile), 1), f"Kustomize folder not rendered ({err}): its objects are not "
-                               f"checked; fix it, then run {how}")]
-    return _rendered_docs(out, folder, "kubectl kustomize")
+    why = "kubectl is not on PATH"
+    if tools.kubectl is not None:
+        out, why = _run([tools.kubectl, "kustomize", str(folder)], "kubectl kustomize")
+        if out is not None:
+            return _rendered_docs(out, folder, "kubectl kustomize")
+    docs, problems = _unrendered_resources(folder, skip, set())
+    fix = "run" if tools.kubectl is None else "fix it, then run"
+    note = RenderNote(Loc(str(kfile), 1), f"Kustomize folder not rendered ({why}): its resource files are checked "
+                      f"as they are, without its patches and transformers; {fix} {how}")
+    return docs, [note, *problems]
+
+
+def _unrendered_resources(folder: Path, skip: Callable[[Path], bool],
+                          seen: set[str]) -> tuple[list[Document], list[Problem]]:
+    """The files a kustomization lists under `resources:` (a listed folder with its own kustomization: its
+    resources in turn), read as plain manifests; with no readable `resources:` list, every manifest file in the
+    folder. Remote resources are left to the note."""
+    import yaml
+
+    from configurator.errors import InputError
+    from configurator.safe_io import read_file
+
+    real = os.path.realpath(folder)
+    if real in seen:  # a base listed twice, or a cycle
+        return [], []
+    seen.add(real)
+    kfile = next(folder / n for n in KUSTOMIZATION_FILES if (folder / n).is_file())
+    try:
+        spec = yaml.safe_load(read_file(kfile, cap=MAX_FILE_BYTES).decode("utf-8", "replace"))
+    except (InputError, yaml.YAMLError, RecursionError, ValueError):
+        spec = None
+    listed = spec.get("resources") if isinstance(spec, dict) else None
+    if isinstance(listed, list):
+        paths = [folder / r for r in listed if isinstance(r, str) and r and "://" not in r
+                 and not r.startswith(("github.com/", "git@"))]
+    else:
+        paths = [folder / n for n in sorted(os.listdir(folder)) if n.endswith(EXTENSIONS)
+                 and n not in KUSTOMIZATION_FILES]
+    docs: list[Document] = []
+    problems: list[Problem] = []
+    for p in paths:
+        if skip(p):
+            continue
+        if p.is_dir():
+            if kustomization_root(p):
+                d, q = _unrendered_resources(p, skip, seen)
+                docs += d
+                problems += q
+        elif p.is_file() and p.name.endswith(EXTENSIONS):
+            d, q = load_file(p)
+            docs += d
+            problems += q
+    return docs, problems
 
 
 def load_file(path: Path) -> tuple[list[Document], list[Problem]]:
@@ -185,9 +241,12 @@ def load_file(path: Path) -> tuple[list[Document], list[Problem]]:
     docs, problems = load([str(path)])
     if not problems or not any(p.message.startswith("not valid YAML") for p in problems):
         return docs, problems
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    from configurator.errors import InputError
+    from configurator.safe_io import read_file
+
+    try:  # bounded, and never a FIFO (load() read it the same way a moment ago)
+        text = read_file(path, cap=MAX_FILE_BYTES).decode("utf-8", errors="replace")
+    except InputError:
         return docs, problems
     token = has_placeholders(text)
     if token is None:
@@ -232,7 +291,7 @@ def load_paths(paths: list[str], stdin: str | None = None, *, values: tuple[str,
                 value_files.append(path)
             continue
         if path.is_dir():
-            c, k, f = ([], [path], []) if kustomization_root(path) else _walk(path, skip)
+            c, k, f = ([], [path], []) if kustomization_root(path) else _walk(path, skip, problems)
             charts += c
             kusts += k
             files += f
@@ -243,7 +302,7 @@ def load_paths(paths: list[str], stdin: str | None = None, *, values: tuple[str,
         docs += d
         problems += p
     for k in dict.fromkeys(kusts):
-        d, p = render_kustomization(k, tools)
+        d, p = render_kustomization(k, tools, skip)
         docs += d
         problems += p
     for f in dict.fromkeys(files):

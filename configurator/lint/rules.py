@@ -32,7 +32,8 @@ MEMORY_REFUSALS = ("To serve at least one request", "CUDA out of memory while lo
 
 
 def verdict_of(result: object) -> str:
-    """`fits`, `at-risk` or `refused` (EstimateResult.verdict; a result without one: from `fits`)."""
+    """`fits`, `at-risk`, `refused` or `not-predicted` (EstimateResult.verdict; a result without one: from
+    `fits`)."""
     return getattr(result, "verdict", None) or ("fits" if getattr(result, "fits", False) else "refused")
 
 
@@ -162,6 +163,16 @@ REGISTRY["read-by-server"] = Rule(
     "mentions vLLM says what became of it.",
     "Nothing to do while the files are checked together. Where two files hold objects of the same name (a folder "
     "of unrelated examples), check them apart.",
+    lambda ctx: iter(()))
+
+REGISTRY["internal-error"] = Rule(
+    "internal-error", "The server could not be evaluated", "error",
+    "Evaluating the server raised an unexpected error (a value out of any range the estimate handles, nesting "
+    "too deep, a fault in the tool), so nothing about it was checked. It is an error, not a note, so that a "
+    "check that could not be made fails `check` and is denied by the webhook: a crash never lets a server pass. "
+    "The message names the cause in one line. An annotation on the object cannot silence it; the operator's "
+    "config file can.",
+    "Fix or remove the flag value the message points at; if the manifest is valid, report the message as a bug.",
     lambda ctx: iter(()))
 
 

@@ -98,7 +98,9 @@ def _load(paths: Sequence[str], settings, values: tuple[str, ...] = (), force_ex
         try:
             d, p = load_paths(group, stdin, values=values, skip=skip)
         except FileNotFoundError as e:
-            raise InputError(f"{e.args[0]}: no such file or folder") from None
+            what = "a symbolic link to nothing (dangling, or a loop)" if Path(e.args[0]).is_symlink() else \
+                "no such file or folder"
+            raise InputError(f"{e.args[0]}: {what}") from None
         if len(group) == 1 and raw != "-" and Path(raw).is_file():
             why = _named_file_is_not_yaml(raw, d, p)
             if why is not None:

@@ -18,6 +18,7 @@ from configurator.memory.build import pp_layer_split
 from configurator.memory.kv_dtype import DTYPE_BYTES
 from configurator.model.spec import ModelSpec
 from configurator.units import cdiv
+from configurator.vllm.versions import _key
 
 # Bits per quantized linear weight, scales included, for `--quantization` without a declaring config
 # (4-bit group-128 formats: 4 + 16/128 scale + 4/128 zero bits).
@@ -537,13 +538,14 @@ class WeightEstimate:
 
 def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None = None,
                  dtype: str | None = None, compute_capability: int = 0, max_num_batched_tokens: int = 0,
-                 modalities_off: Collection[str] = ()) -> WeightEstimate:
+                 modalities_off: Collection[str] = (), vllm_version: str = "") -> WeightEstimate:
     """Bytes per GPU on the heaviest rank, as the checkpoint lands on the GPU.
 
     Each part takes the bytes its quantization method gives it in vLLM (see _part_bytes):
     embeddings, lm_head, norms, routers and vision / audio towers stay in the model dtype; MXFP4
-    quantizes only the MoE experts, padded to the kernel's alignment (compute_capability picks the
-    kernel). A known checkpoint size replaces the count for methods that load tensors as stored.
+    quantizes only the MoE experts, padded to the kernel's alignment (compute_capability and vllm_version pick
+    the kernel; no version: the newest rule). A known checkpoint size replaces the count for methods that load
+    tensors as stored.
     modalities_off: the modalities --limit-mm-per-prompt sets to 0 (all of them with
     --language-model-only): a tower all of whose modalities are off is not built (towers_skipped).
     max_num_batched_tokens > 0 adds the buffers the model allocates at that size while it loads
@@ -551,7 +553,7 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
     p = count_params(model)
     dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
     method, bits = quant_method_bits(model, quantization)
-    per_layer = _part_bytes(model, p, tp, dt, method, bits, compute_capability)
+    per_layer = _part_bytes(model, p, tp, dt, method, bits, compute_capability, vllm_version)
     stages = pp_layer_split(model.num_hidden_layers, pp)
     off = towers_skipped(modalities_off)
     towers = (0 if "vision" in off else p.vision) + (0 if "audio" in off else p.audio)
@@ -706,7 +708,7 @@ def _unquantized_attention(model: ModelSpec) -> bool:
 
 
 def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str | None, bits: float | None,
-                capability: int) -> list[float]:
+                capability: int, version: str = "") -> list[float]:
     """Bytes of each decoder layer's linear weights on one TP rank."""
     mx = _mxfp4_experts(model, method)
     lbits = _linear_bits(model, method, bits)
@@ -722,11 +724,12 @@ def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str 
         if method == "mxfp4":
             # vllm/model_executor/layers/quantization/mxfp4.py (0.19.0-0.25.1): Mxfp4Config quantizes only
             # FusedMoE; every LinearBase falls back to UnquantizedLinearMethod
-            b = (attn - repl + rest) * dt / tp + repl * dt + (_mxfp4_expert_bytes(p, tp, capability) if exp else 0)
+            b = (attn - repl + rest) * dt / tp + repl * dt + \
+                (_mxfp4_expert_bytes(p, tp, capability, version=version) if exp else 0)
         elif mx:
             # FusedMoE(has_bias) is False here (models/deepseek_v4/nvidia/model.py, 0.25.0): no expert biases
             b = ((attn - repl) * attn_b + rest * q) / tp + repl * attn_b + \
-                (_mxfp4_expert_bytes(p, tp, capability, bias=False) if exp else 0)
+                (_mxfp4_expert_bytes(p, tp, capability, bias=False, version=version) if exp else 0)
         else:
             b = ((attn - repl) * attn_b + (rest + exp) * q) / tp + repl * attn_b
         # the router gate is a ReplicatedLinear / GateLinear without quant_config: whole on every TP rank
@@ -737,17 +740,46 @@ def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str 
 
 
 MXFP4_BLOCK = 32  # elements per e8m0 scale
+# the first release whose MXFP4 MoE backend comes from fused_moe/oracle/mxfp4.py (select_mxfp4_moe_backend);
+# before it, quantization/mxfp4.py get_mxfp4_backend chooses
+MXFP4_ORACLE_SINCE = "0.19.0"
+# the first release whose wheel carries triton_kernels (vllm/third_party/triton_kernels, which
+# utils/import_utils.py has_triton_kernels accepts) and requires flashinfer-python (Requires-Dist, not an extra):
+# present in the 0.12.0, 0.13.0 and 0.15.0 wheels, absent from 0.11.0's and 0.11.2's
+MXFP4_KERNELS_IN_WHEEL_SINCE = "0.12.0"
+# flashinfer-python: an extra of the 0.11.0 wheel, a requirement of 0.11.2's (0.11.1 not read)
+FLASHINFER_IN_WHEEL_SINCE = "0.11.2"
 
 
-def mxfp4_backend_alignment(capability: int) -> tuple[int, int]:
-    """(hidden, intermediate) alignment of the MXFP4 MoE kernel vLLM picks on a GPU.
+def mxfp4_backend_alignment(capability: int, version: str = "") -> tuple[int, int]:
+    """(hidden, intermediate) alignment of the MXFP4 MoE kernel vLLM picks on a GPU, for a release.
 
+    Before MXFP4_ORACLE_SINCE (vllm==0.11.0 model_executor/layers/quantization/mxfp4.py lines 59-107,
+    get_mxfp4_backend): FlashInfer only when it is installed (the wheel's `flashinfer` extra; on SM90 also only
+    with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16), else Triton only with the optional `triton_kernels` package, which
+    the wheel does not require (its Requires-Dist names torch==2.8.0 and no triton_kernels), else Marlin: a
+    plain `pip install vllm` runs Marlin on every CUDA GPU (0.11.2: the same, except FlashInfer, now required,
+    on SM100: (256, 256)). Mxfp4MoEMethod.create_weights (lines 189-205) pads
+    Marlin's hidden size to 256 and the per-rank intermediate to 128 ("n % 256 == 0 and k % 128 == 0").
+    gpt-oss-120b on one H100: hidden 2,880 -> 3,072, intermediate 2,880 -> 2,944, 'Model loading took 65.97
+    GiB' (vLLM issue #23278, Marlin; data/notes/vllm-memory-notes.md), not the 60.8 GiB of the raw shapes.
+
+    From MXFP4_KERNELS_IN_WHEEL_SINCE to the oracle (vllm==0.12.0 / 0.15.0 quantization/mxfp4.py
+    get_mxfp4_backend): FlashInfer MXFP4 BF16 on the SM100 family (256, 256), Triton on (9,0) <= cc < (11,0)
+    (intermediate to 64), else Marlin (256, 128).
+
+    From MXFP4_ORACLE_SINCE:
     vllm/model_executor/layers/fused_moe/oracle/mxfp4.py (0.19.0; same rule in 0.24.0 / 0.25.1):
     select_mxfp4_moe_backend tries FLASHINFER_TRTLLM (SM100 family) > TRITON ((9,0) <= cc < (11,0))
     > FLASHINFER_CUTLASS (SM90/100/110/120) > MARLIN (cc >= 7.5); mxfp4_round_up_hidden_size_and_
     intermediate_size pads TRTLLM to (256, 256), CUTLASS to (128, 128), MARLIN to (256, 128) and the
     Triton path's intermediate to 64. gpt-oss-20b on an A100 (Marlin): hidden 2,880 -> 3,072,
     intermediate 2,880 -> 2,944: the experts take 11.07 GB instead of 10.15 GB."""
+    if version and _key(version) < _key(MXFP4_KERNELS_IN_WHEEL_SINCE):
+        # FlashInfer MXFP4 BF16 on SM100 once the wheel requires FlashInfer (0.11.2), else Marlin
+        return (256, 256) if capability == 100 and _key(version) >= _key(FLASHINFER_IN_WHEEL_SINCE) else (256, 128)
+    if version and _key(version) < _key(MXFP4_ORACLE_SINCE) and capability >= 110:
+        return 256, 128  # Marlin: no CUTLASS MXFP4 path before the oracle, Triton only below (11, 0)
     if 100 <= capability < 110:
         return 256, 256
     if 90 <= capability < 110:
@@ -757,17 +789,42 @@ def mxfp4_backend_alignment(capability: int) -> tuple[int, int]:
     return 256, 128
 
 
-def _mxfp4_expert_bytes(p: ParamCounts, tp: int, capability: int, bias: bool = True) -> float:
+# the first release whose Triton MXFP4 path frees the checkpoint's block scales once swizzled (fused_moe/oracle/
+# mxfp4.py TRITON_BACKENDS branch, 0.25.0: `del layer.w13_weight_scale`); 0.12.0-0.24.0 delete only the weights
+MXFP4_TRITON_FREES_SCALES_SINCE = "0.25.0"
+
+
+def _pad(x: int, m: int) -> int:
+    return cdiv(x, m) * m
+
+
+def _mxfp4_expert_bytes(p: ParamCounts, tp: int, capability: int, bias: bool = True, version: str = "") -> float:
     """One MoE layer's experts on one TP rank: uint8 e2m1 pairs + one uint8 e8m0 scale per 32
     (Mxfp4MoEMethod.create_weights: w13 [E, 2I, H/2], w2 [E, H, I/2], scales /32), on the padded
     shapes, plus the bf16 biases (w13_bias [E, 2I], w2_bias [E, H]); Marlin's repacking keeps the
-    sizes (marlin_utils_fp4.prepare_moe_mxfp4_layer_for_marlin: scales back to e8m0)."""
+    sizes (marlin_utils_fp4.prepare_moe_mxfp4_layer_for_marlin: scales back to e8m0).
+
+    The Triton path on Hopper re-lays the experts out after loading (vllm==0.15.0 quantization/mxfp4.py lines
+    745-784, utils/mxfp4_utils.py _swizzle_mxfp4; the same in the 0.19.0-0.24.0 oracle): the biases become
+    float32; the weights are swizzled (triton_kernels HopperMXValueLayout: a [M, K] byte matrix padded to 16 x
+    32, the originals deleted); the scales are swizzled into a new tensor (HopperMXScaleLayout, num_warps 8: M
+    padded to 2 x 8 x 2 x 8 = 256, K to 2) while the checkpoint's scales stay registered on the layer until
+    0.25.0 frees them. gpt-oss-120b on one H100: 60.78 GiB of raw shapes + 3.46 GiB of swizzled scales + 0.07
+    GiB of float32 biases = 64.32 GiB, logged 'Model loading took 64.38 GiB' (Triton, vLLM issue #33155;
+    data/notes/vllm-memory-notes.md). Without a release (version ''), only the padded shapes are counted."""
     n, h, inter = p.experts
-    ah, ai = mxfp4_backend_alignment(capability)
+    ah, ai = mxfp4_backend_alignment(capability, version)
     hp = cdiv(h, ah) * ah
     ip = cdiv(cdiv(inter, tp), ai) * ai
     elements = n * 3 * hp * ip
-    return elements * (0.5 + 1 / MXFP4_BLOCK) + (n * (2 * ip + hp) * 2 if bias else 0)
+    raw_scales = n * 3 * hp * ip / MXFP4_BLOCK
+    if version and (ah, ai) == (1, 64) and 90 <= capability < 100:  # Triton with Hopper layouts, for a release
+        values = n * (_pad(2 * ip, 16) * _pad(hp // 2, 32) + _pad(hp, 16) * _pad(ip // 2, 32))
+        swizzled = n * (_pad(2 * ip, 256) * _pad(cdiv(hp, MXFP4_BLOCK), 2)
+                        + _pad(hp, 256) * _pad(cdiv(ip, MXFP4_BLOCK), 2))
+        kept = raw_scales if version and _key(version) < _key(MXFP4_TRITON_FREES_SCALES_SINCE) else 0
+        return values + swizzled + kept + (n * (2 * ip + hp) * 4 if bias else 0)
+    return elements * 0.5 + raw_scales + (n * (2 * ip + hp) * 2 if bias else 0)
 
 
 def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:

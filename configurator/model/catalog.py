@@ -63,13 +63,14 @@ class Entry:
 
 def read_json(path: Path, what: str) -> dict:
     """A JSON object from a file; one ConfigError / InputError line on anything else."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+    from configurator.safe_io import read_json as read_bounded
+
+    try:  # bounded in size and nesting, and never a FIFO or device (configurator/safe_io.py)
+        data = read_bounded(path, what=f"{path}: {what}")
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: malformed or truncated {what} (line {e.lineno}: {e.msg})") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read {what} ({e.strerror})") from None
+    except InputError as e:
+        raise ConfigError(str(e)) from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: {what} must be a JSON object")
     return data

@@ -39,12 +39,16 @@ DSA_LAYER_TYPES = frozenset({"deepseek_sparse_attention", "indexed_attention"})
 # always builds a KimiLinearConfig (model_type kimi_linear, an MLA type for is_deepseek_mla).
 NESTED_TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "kimi_k3": "kimi_linear"}
 
-# Architectures vLLM no longer serves, and the release that dropped them
-# (vllm/model_executor/models/registry.py::_PREVIOUSLY_SUPPORTED_MODELS, 0.33.0).
+# Architectures vLLM no longer serves, and the last release that served them
+# (vllm/model_executor/models/registry.py::_PREVIOUSLY_SUPPORTED_MODELS, 0.33.0; the encoder-decoder entries
+# from 0.11.0's table, which 0.33.0 no longer lists). MotifForCausalLM: 0.33.0 says 0.10.2, but 0.11.0's
+# registry (_TEXT_GENERATION_MODELS) still serves it, so 0.11.0 is the last release known to.
 REMOVED_ARCHITECTURES = {
     "Phi3SmallForCausalLM": "0.9.2",
     "DonutForConditionalGeneration": "0.10.2", "MllamaForConditionalGeneration": "0.10.2",
-    "MotifForCausalLM": "0.10.2", "Phi4FlashForCausalLM": "0.10.2",
+    "BartModel": "0.10.2", "BartForConditionalGeneration": "0.10.2", "MBartForConditionalGeneration": "0.10.2",
+    "Florence2ForConditionalGeneration": "0.10.2",
+    "MotifForCausalLM": "0.11.0", "Phi4FlashForCausalLM": "0.10.2",
     "Phi4MultimodalForCausalLM": "0.12.0",
     "JAISLMHeadModel": "0.22.0",
     "BaiChuanForCausalLM": "0.23.0", "BaichuanForCausalLM": "0.23.0", "BambaForCausalLM": "0.23.0",
@@ -66,6 +70,15 @@ REMOVED_ARCHITECTURES = {
     "MPTForCausalLM": "0.28.0", "MptForCausalLM": "0.28.0", "PrithviGeoSpatialMAE": "0.28.0",
     "RWForCausalLM": "0.28.0", "StableLMEpochForCausalLM": "0.28.0",
 }
+
+# Architectures whose vLLM class is SupportsV0Only (vllm==0.10.1.1 model_executor/models/: bart.py, bloom.py,
+# florence2.py, gritlm.py, mllama.py, phi4flash.py, plamo2.py, whisper.py): before 0.11.0 vLLM runs them on
+# its V0 engine (EngineArgs._is_v1_supported_oracle), which is not modelled.
+V0_ONLY_ARCHITECTURES = frozenset({
+    "BartForConditionalGeneration", "MBartForConditionalGeneration", "BloomForCausalLM",
+    "Florence2ForConditionalGeneration", "GritLM", "MllamaForConditionalGeneration", "Phi4FlashForCausalLM",
+    "Plamo2ForCausalLM", "WhisperForConditionalGeneration",
+})
 
 # CONFIG_FIELD_ALIASES["total_num_kv_heads"] (vLLM): first present wins, else MHA.
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
@@ -177,21 +190,29 @@ def read_model_spec(
         raise ConfigError(f"{name}: config.json lacks the geometry key(s) {', '.join(missing)}")
     for key, val in (("num_hidden_layers", num_layers), ("num_attention_heads", num_heads),
                      ("hidden_size", hidden)):
-        if isinstance(val, bool) or not isinstance(val, int) or val <= 0:
-            raise ConfigError(f"{name}: '{key}' must be a positive integer, got {val!r}")
+        _in_range(name, key, val)
 
     kv_heads = _first(cfg, KV_HEAD_KEYS)
     if kv_heads is None and cfg.get("multi_query") is True:
         kv_heads = 1
     if kv_heads is None:
         kv_heads = num_heads
+    _in_range(name, "num_key_value_heads", kv_heads)
+    hd_written = cfg.get("head_dim")
+    if isinstance(hd_written, int | float) and not isinstance(hd_written, bool) and hd_written <= 0:
+        raise ConfigError(f"{name}: 'head_dim' must be a positive integer, got {hd_written!r}")
     # is_deepseek_mla: compress-ratio models (DeepSeek-V4) are MLA when head_dim is set, the rest
     # when kv_lora_rank is (model_arch_config_convertor.py, 0.33.0)
     is_mla = model_type in MLA_MODEL_TYPES and (
         cfg.get("head_dim") is not None if _compress_ratios(cfg) else cfg.get("kv_lora_rank") is not None)
-    head_dim = _head_size(cfg, num_heads, hidden, is_mla)
+    try:
+        head_dim = _head_size(cfg, num_heads, hidden, is_mla)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(f"{name}: the head size keys (head_dim, kv_lora_rank, qk_*_head_dim) must be integers") \
+            from None
     if head_dim <= 0:
         raise ConfigError(f"{name}: cannot derive head_dim (hidden_size {hidden} / heads {num_heads})")
+    _in_range(name, "head_dim", head_dim)
     if not is_mla and _is_latent_split_mha(cfg):
         notes.append(f"latent-projected attention stored uncompressed: K and V of qk_nope_head_dim + "
                      f"qk_rope_head_dim = {head_dim} per head, every head (V padded to it)")
@@ -215,16 +236,19 @@ def read_model_spec(
     rope_items = tuple(sorted((str(k), v) for k, v in rope.items()
                               if isinstance(v, str | int | float))) if isinstance(rope, dict) else ()
 
-    vocab = int(cfg.get("vocab_size") or config.get("vocab_size") or 0)
+    vocab = cfg.get("vocab_size") or config.get("vocab_size") or 0
+    if vocab:
+        _in_range(name, "vocab_size", vocab)
     inter = cfg.get("intermediate_size") or cfg.get("ffn_hidden_size") or cfg.get("ff_intermediate_size") \
         or cfg.get("n_inner") or 4 * hidden  # ff_intermediate_size: Phi-3-small
     if isinstance(inter, list):
-        inter = max(inter)
+        inter = max(inter, default=4 * hidden) if all(isinstance(x, int) for x in inter) else None
+    _in_range(name, "intermediate_size", inter)
     tie = cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False))
     archs = tuple(config.get("architectures") or raw_text.get("architectures") or ())
     for arch in archs:
         if arch in REMOVED_ARCHITECTURES:
-            notes.append(f"vLLM dropped {arch} in {REMOVED_ARCHITECTURES[arch]} "
+            notes.append(f"vLLM served {arch} until {REMOVED_ARCHITECTURES[arch]} "
                          "(model_executor/models/registry.py _PREVIOUSLY_SUPPORTED_MODELS, 0.33.0)")
     cross = cfg.get("cross_attention_layers")
     if isinstance(cross, list) and cross:
@@ -260,6 +284,28 @@ def read_model_spec(
         text_config=cfg,
         full_config=config,
     )
+
+
+# Upper bounds on a model's geometry, far above any published model (the largest today: 160 layers, 128 heads,
+# hidden 25,600 (the 1T models), vocab 262,144, head_dim 576 (MLA), expert FFN 65,536): a config beyond them
+# is a mistake or an attack, and would cost minutes of CPU and gigabytes of memory to model (one entry per layer).
+GEOMETRY_MAX = {
+    "num_hidden_layers": 10_000,
+    "num_attention_heads": 65_536,
+    "num_key_value_heads": 65_536,
+    "hidden_size": 1_048_576,
+    "head_dim": 65_536,
+    "vocab_size": 10_000_000,
+    "intermediate_size": 10_000_000,
+}
+
+
+def _in_range(name: str, key: str, val: Any) -> None:
+    """A geometry value must be an integer in 1..GEOMETRY_MAX[key]: one ConfigError line otherwise."""
+    top = GEOMETRY_MAX[key]
+    if isinstance(val, bool) or not isinstance(val, int) or not 0 < val <= top:
+        shown = repr(val) if len(repr(val)) <= 40 else repr(val)[:37] + "..."
+        raise ConfigError(f"{name}: '{key}' must be an integer from 1 to {top:,}, got {shown}")
 
 
 def _normalise_block_list(cfg: dict, model_type: str, name: str, notes: list[str]) -> None:

@@ -78,9 +78,16 @@ def _cached(repo_id: str, filename: str, revision: str | None):
 
 
 def _read_json(path: str | Path) -> dict | None:
+    """A cached JSON file, or None when it is unreadable or malformed; one larger than safe_io's JSON cap,
+    nested too deeply, or a FIFO / device is refused with one line (InputError), never read whole."""
+    from configurator.errors import InputError
+    from configurator.safe_io import InputTooLarge, NotRegularFile, TooDeep, read_json
+
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path)
+    except (InputTooLarge, NotRegularFile, TooDeep):
+        raise
+    except (InputError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -75,13 +75,13 @@ def load_local(path: Path) -> ModelSpec:
     config = read_json(cfg_path, "config.json")
     hq = None
     for cand in (folder / "hf_quant_config.json", cfg_path.with_name(cfg_path.stem + ".hf_quant_config.json")):
-        if cand.is_file() and cand != cfg_path:
+        if cand.exists() and cand != cfg_path:  # a FIFO or device there is refused by read_json, not skipped
             hq = read_json(cand, "hf_quant_config.json")
             break
     weights = None
     source = None
     index = folder / "model.safetensors.index.json"
-    if path.is_dir() and index.is_file():
+    if path.is_dir() and index.exists():
         total = (read_json(index, "safetensors index").get("metadata") or {}).get("total_size")
         if isinstance(total, int):
             weights, source = total, f"{index.name} metadata.total_size"

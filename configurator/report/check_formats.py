@@ -11,7 +11,9 @@ import json
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO
+from urllib.parse import quote
 
 from configurator import __version__
 from configurator.lint.engine import CheckReport, Finding
@@ -55,6 +57,16 @@ def _where(f: Finding) -> tuple[str, str]:
     return f"{f.file}:{f.line}:{f.column}", obj
 
 
+# C0 and C1 control characters and DEL: a file or object name holding ESC [ ... m or a newline would repaint the
+# terminal or forge a line of its own
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Control characters shown as escapes (`\\x1b`, `\\n`), so that a name prints as one inert line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def render_text(report: CheckReport, stream: IO[str]) -> None:
     from rich.console import Console
     from rich.text import Text
@@ -64,10 +76,10 @@ def render_text(report: CheckReport, stream: IO[str]) -> None:
     style = {"error": "bold red", "warning": "yellow", "info": "cyan"}
     for f in report.findings:
         where, obj = _where(f)
-        line = Text(f"{where}: ")
+        line = Text(f"{printable(where)}: ")
         line.append(f"{f.severity} ", style=style[f.severity])
         line.append(f"{f.rule}", style="bold")
-        line.append(f"{obj}: {f.message}")
+        line.append(printable(f"{obj}: {f.message}"))
         con.print(line)
         if f.rule in REGISTRY:
             con.print(Text(f"  fix: {REGISTRY[f.rule].remediation} ({docs_link(f.rule)})", style="dim"))
@@ -81,15 +93,25 @@ def render_github(report: CheckReport, stream: IO[str]) -> None:
         msg = f.message
         if f.rule in REGISTRY:
             msg += f"\nFix: {REGISTRY[f.rule].remediation} ({docs_link(f.rule)})"
-        msg = msg.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        stream.write(f"::{kind[f.severity]} file={f.file},line={f.line},col={f.column},title={f.rule}::{msg}\n")
+        stream.write(f"::{kind[f.severity]} file={_gh_property(f.file)},line={f.line},col={f.column},"
+                     f"title={_gh_property(f.rule)}::{_gh_data(msg)}\n")
 
 
-def _sarif_result(f: Finding, index: dict[str, int]) -> dict:
+def _gh_data(text: str) -> str:
+    """A workflow command's message, escaped as GitHub's runner reads it (actions/toolkit, command.ts escapeData)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_property(text: str) -> str:
+    """A workflow command's property value (file=, title=): escapeProperty also escapes ':' and ','."""
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _sarif_result(f: Finding, index: dict[str, int], root: Path | None = None) -> dict:
     r = {"ruleId": f.rule, "ruleIndex": index[f.rule], "level": _SARIF_LEVEL[f.severity],
          "message": {"text": f.message},
          "locations": [{"physicalLocation": {
-             "artifactLocation": {"uri": _uri(f.file)},
+             "artifactLocation": {"uri": _uri(f.file, root)},
              "region": {"startLine": f.line, "startColumn": f.column}}}]}
     if f.object is not None:
         r["locations"][0]["logicalLocations"] = [{
@@ -117,7 +139,8 @@ def sarif(report: CheckReport) -> dict:
         "helpUri": docs_link(rid),
         "defaultConfiguration": {"level": _SARIF_LEVEL[REGISTRY[rid].severity]},
     } for rid in used if rid in REGISTRY]
-    results = [_sarif_result(f, index) for f in every]
+    root = _repo_root()
+    results = [_sarif_result(f, index, root) for f in every]
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -127,8 +150,30 @@ def sarif(report: CheckReport) -> dict:
     }
 
 
-def _uri(file: str) -> str:
-    return "stdin" if file == "<stdin>" else file.replace("\\", "/").removeprefix("./")
+def _repo_root() -> Path | None:
+    """The repository the run is inside (the nearest folder above the current one holding .git), or None."""
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _uri(file: str, root: Path | None = None) -> str:
+    """A SARIF artifactLocation.uri: percent-encoded (RFC 3986), relative to the repository root when the file
+    is inside it (code scanning resolves it from the checkout), else relative as given, or a file:// URI."""
+    if file == "<stdin>":
+        return "stdin"
+    p = Path(file.replace("\\", "/"))
+    if root is not None:
+        absolute = Path(os.path.normpath(Path.cwd() / p))
+        try:
+            return quote(absolute.relative_to(root).as_posix(), safe="/")
+        except ValueError:
+            pass
+    if p.is_absolute():
+        return p.as_uri()
+    return quote(os.path.normpath(p).replace(os.sep, "/"), safe="/")
 
 
 def render_sarif(report: CheckReport, stream: IO[str]) -> None:

@@ -55,6 +55,8 @@ def render(r, stream: IO[str], next_steps: list[str] | None = None) -> None:
     if r.vllm_log and r.kv_cache_bytes_low is not None and r.kv_cache_bytes_high != r.kv_cache_bytes_low:
         con.print(f"  (available KV cache memory between {_gib(r.kv_cache_bytes_low)} and "
                   f"{_gib(r.kv_cache_bytes_high)})")
+        if r.band_basis:
+            con.print(f"  (band: {r.band_basis})")
     con.print()
     _bar(con, m)
     con.print()
@@ -117,6 +119,8 @@ def _render_limited(con, r) -> None:
 
     kv = r.kv_cache
     con.print(Text(f"{r.model.name} on {r.gpu.display_name}, vLLM {r.vllm_version}", style="bold"))
+    if r.verdict == "refused":  # vLLM refuses before any memory figure matters
+        con.print(Text("REFUSED: vLLM would not start", style="bold red"))
     con.print(Text(f"NOT PREDICTED: {r.not_modelled}", style="bold yellow"))
     con.print()
     con.print(Text("What is known:", style="bold"))

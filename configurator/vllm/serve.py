@@ -10,11 +10,12 @@ from configurator.vllm.flags import BY_DEST
 # The order flags are written in: the four the plan chooses first, then parallelism and batching.
 SERVE_ORDER = ("gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs", "max_model_len",
                "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens", "quantization",
-               "block_size", "enforce_eager", "enable_prefix_caching")
+               "block_size", "enforce_eager", "enable_prefix_caching", "enable_expert_parallel")
 # Values vLLM takes by default, left out of the command (one place: these are not vLLM defaults that
 # vary by release, only the neutral values of the flags).
 _NEUTRAL = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "kv_cache_dtype": "auto",
-            "enforce_eager": False, "quantization": None, "block_size": None, "enable_prefix_caching": None}
+            "enforce_eager": False, "quantization": None, "block_size": None, "enable_prefix_caching": None,
+            "enable_expert_parallel": False}
 
 
 def serve_args(model: str, flags: dict[str, Any]) -> list[str]:

@@ -140,7 +140,7 @@ def test_routes(app):
 
 
 def _slow(seconds, release=None):
-    def fake(obj, opts, on_error, on_failure, on_shape=None):
+    def fake(obj, opts, on_error, on_failure, on_shape=None, **_kw):
         verdict = assess(obj, opts, on_error, on_failure, on_shape=on_shape)
         if release is not None:
             release.wait(10)
@@ -173,11 +173,15 @@ def test_internal_error_is_never_allowed_silently(monkeypatch):
     assert "ZeroDivisionError" in resp["status"]["message"]
 
 
-def test_full_lane_answers_429_at_once_and_heavy_bodies_do_not_take_the_ordinary_lane(monkeypatch):
+def test_a_full_lane_denies_at_once_and_heavy_bodies_do_not_take_the_ordinary_lane(monkeypatch):
+    """Overload is answered by the webhook itself (HTTP 200): a denial for an object that may hold a vLLM
+    server (the default --on-failure deny), an allowance with a warning for any other; never a 429 or 503
+    that would leave the verdict to the API server's failurePolicy."""
     release = threading.Event()
     monkeypatch.setattr(srv, "assess", _slow(0, release))
     a = WebhookApp(WebhookSettings(workers=1, queue=1, large_workers=1, large_queue=1, budget_s=5))
     heavy = _review(_pod(extra="x" * (300 << 10)))
+    many = _review(_pod(*({**VLLM, "name": f"c{i}"} for i in range(20))), uid="many")  # heavy by cost, small body
 
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=a), base_url="http://hook") as c:
@@ -187,15 +191,49 @@ def test_full_lane_answers_429_at_once_and_heavy_bodies_do_not_take_the_ordinary
             t0 = time.perf_counter()
             over = await c.post("/validate", content=json.dumps(_review(_pod(), uid="u2")))
             over_big = await c.post("/validate", content=json.dumps(heavy))
+            over_many = await c.post("/validate", content=json.dumps(many))
+            other = await c.post("/validate", content=json.dumps(_review(
+                {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "x"}}, uid="s")))
             fast = time.perf_counter() - t0
             release.set()
-            return (await first), (await big), over, over_big, fast
+            return (await first), (await big), over, over_big, over_many, other, fast
 
-    first, big, over, over_big, fast = asyncio.run(go())
-    assert over.status_code == 429 and over.headers["retry-after"] == "1"
-    assert over_big.status_code == 429
+    first, big, over, over_big, over_many, other, fast = asyncio.run(go())
+    for r, uid in ((over, "u2"), (over_big, "u1"), (over_many, "many")):
+        resp = r.json()["response"]
+        assert r.status_code == 200 and resp["uid"] == uid and resp["allowed"] is False, r.text
+        assert resp["status"]["code"] == 429 and "overloaded" in resp["status"]["message"]
+    assert other.status_code == 200 and other.json()["response"]["allowed"] is True
     assert fast < 1.0
     assert first.status_code == 200 and big.status_code == 200
+
+
+def test_bodies_past_the_memory_budget_are_never_held(monkeypatch):
+    """Bodies are counted against one budget before they are kept: past it a body is read through keeping only
+    its head, and answered from it (a denial for a vLLM server) without parsing or buffering the rest."""
+    a = WebhookApp(WebhookSettings(memory_budget_bytes=200 << 10, budget_s=30))
+    a.budget.take(150 << 10)  # other requests hold most of it
+    body = json.dumps(_review(_pod(extra="x" * (100 << 10)), uid="big-1"))
+    monkeypatch.setattr(srv, "loads", lambda *_: pytest.fail("a body past the budget was parsed"))
+    r = _post(a, body)
+    resp = r.json()["response"]
+    assert r.status_code == 200 and resp["uid"] == "big-1" and resp["allowed"] is False
+    assert "memory budget" in resp["status"]["message"]
+    assert a.budget.used == 150 << 10  # nothing of this request is still counted
+    cm = json.dumps(_review({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                             "data": {"k": "y" * (100 << 10)}}, uid="cm"))
+    resp = _post(a, cm).json()["response"]
+    assert resp["allowed"] is True and "not applied" in resp["warnings"][0]
+
+
+def test_a_cached_verdict_is_answered_without_a_worker(monkeypatch):
+    a = WebhookApp(WebhookSettings(budget_s=30))
+    first = _post(a, _review(_pod(), uid="a")).json()["response"]
+    monkeypatch.setattr(srv, "assess", lambda *a, **k: pytest.fail("evaluated again"))
+    again = _pod(meta={"name": "p", "uid": "other", "ownerReferences": [{"uid": "rs"}]})
+    second = _post(a, _review(again, uid="b")).json()["response"]
+    assert second["uid"] == "b" and second["allowed"] == first["allowed"] and second.get("warnings") == \
+        first.get("warnings")
 
 
 def test_a_model_path_in_a_pod_is_never_opened(app, tmp_path, monkeypatch):

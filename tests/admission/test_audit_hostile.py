@@ -96,14 +96,17 @@ def test_a_good_answer_is_audited(fake, run_cli):
 def test_wrong_shapes_are_one_line_and_exit_2(fake, run_cli, body, says):
     fake.pods = (200, body, {})
     res = _check(run_cli)
-    assert res.exit_code == 2 and says in res.output and len(res.output.strip().splitlines()) == 1
+    # one line on stderr; under --format json the same error as an object on stdout (schemas/error.schema.json)
+    assert res.exit_code == 2 and says in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert json.loads(res.stdout)["error"]["exit_code"] == 2
 
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_refusals_everywhere_exit_2_naming_what_was_denied(fake, run_cli, status):
     fake.everything = (status, b'{"kind": "Status"}', {})
     res = _check(run_cli)
-    assert res.exit_code == 2 and "refused to list nodes" in res.output and res.stdout == ""
+    assert res.exit_code == 2 and "refused to list nodes" in res.stderr
+    assert set(json.loads(res.stdout)) == {"error"}  # no report: only the error object under --format json
 
 
 def test_404_on_a_core_resource_is_not_a_clean_report(fake, run_cli):

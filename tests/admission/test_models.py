@@ -29,6 +29,6 @@ def test_catalog_and_operator_folders(tmp_path):
 @pytest.mark.parametrize("name", ["/etc/passwd", "../x", "a/../../b", "~/m", "./m", "a/b/c", "m.json/..", "",
                                   "x" * 300, "a\\b", "a\x00b"])
 def test_paths_are_never_looked_up(tmp_path, name, monkeypatch):
-    monkeypatch.setattr("configurator.admission.models.load_local", lambda p: pytest.fail(f"opened {p}"))
+    monkeypatch.setattr("configurator.model.resolver.load_local", lambda p: pytest.fail(f"opened {p}"))
     with pytest.raises(InputError):
         catalog_resolver((str(tmp_path),))(name)

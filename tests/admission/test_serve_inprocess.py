@@ -1,6 +1,7 @@
 """`serve` in-process on loopback (a thread), so coverage measures the wiring: TLS, the connection cap,
 the header deadline, certificate rotation and a clean stop."""
 
+import contextlib
 import hashlib
 import json
 import socket
@@ -14,12 +15,12 @@ from configurator.admission.server import WebhookSettings, serve
 from tests.admission.conftest import Webhook, free_port, make_cert
 
 
-@pytest.fixture
-def live(tmp_path):
+@contextlib.contextmanager
+def _serving(tmp_path, settings):
+    """`serve` in a thread on a free loopback port with a fresh certificate, ready; stopped after."""
     cert, key = make_cert(tmp_path)
     port = free_port()
     box = {}
-    settings = WebhookSettings(max_connections=2, header_timeout_s=0.5, handshake_timeout_s=0.5, keep_alive_s=1)
     t = threading.Thread(target=serve, args=(settings,), daemon=True,
                          kwargs={"host": "127.0.0.1", "port": port, "cert": str(cert), "key": str(key),
                                  "reload_every_s": 1, "log_setup": False, "on_start": lambda s: box.update(s=s)})
@@ -32,10 +33,19 @@ def live(tmp_path):
                 break
         except (OSError, ssl.SSLError):
             time.sleep(0.1)
-    yield hook
-    box["s"].should_exit = True
-    t.join(30)
+    try:
+        yield hook
+    finally:
+        box["s"].should_exit = True
+        t.join(30)
     assert not t.is_alive()
+
+
+@pytest.fixture
+def live(tmp_path):
+    with _serving(tmp_path, WebhookSettings(max_connections=2, header_timeout_s=0.5, handshake_timeout_s=0.5,
+                                            keep_alive_s=1)) as hook:
+        yield hook
 
 
 def _fingerprint(port):
@@ -81,3 +91,30 @@ def test_guards_and_rotation_in_process(live):
         time.sleep(0.2)
     assert _fingerprint(live.port) != before
     assert json.loads(json.dumps(live.get("/healthz"))) == [200, "ok"]
+
+
+def test_a_client_over_its_share_is_refused_before_the_handshake(tmp_path):
+    """One client address holds at most max_connections_per_client connections (handshakes under way
+    included); another address is still served."""
+    settings = WebhookSettings(max_connections_per_client=2, header_timeout_s=5, handshake_timeout_s=5)
+    with _serving(tmp_path, settings) as hook:
+        port = hook.port
+        held, refused = [], 0
+        for _ in range(4):
+            raw = socket.create_connection(("127.0.0.1", port), timeout=3)
+            try:
+                held.append(hook.context().wrap_socket(raw, server_hostname="localhost"))
+            except (OSError, ssl.SSLError):
+                refused += 1
+                raw.close()
+        assert len(held) == 2 and refused == 2
+        # another client address: served, and answered with a verdict
+        other = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.2", 0))
+        tls = hook.context().wrap_socket(other, server_hostname="localhost")
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                           "request": {"uid": "o", "object": {"kind": "ConfigMap", "metadata": {"name": "c"}}}})
+        tls.sendall(f"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode())
+        assert b" 200 " in tls.recv(4096).split(b"\r\n")[0]
+        tls.close()
+        for s in held:
+            s.close()

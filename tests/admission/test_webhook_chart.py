@@ -17,7 +17,7 @@ def test_lint():
 
 
 @pytest.mark.parametrize("args", [(), ("--set", "tls.certManager.enabled=true"),
-                                  ("--set", "onError=warn", "--set", "webhook.failurePolicy=Fail"),
+                                  ("--set", "onError=warn", "--set", "webhook.failurePolicy=Ignore"),
                                   ("--set", "onFailure=allow-with-warning", "--set", "autoscaling.enabled=true")])
 def test_renders_valid_objects(args):
     objs = _render(*args)
@@ -35,6 +35,17 @@ def test_renders_valid_objects(args):
     dep = next(o for o in objs if o["kind"] == "Deployment")
     cmd = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--max-connections=1000" in cmd and "--header-timeout=5" in cmd
+    assert "--max-connections-per-client=256" in cmd and "--memory-budget=96" in cmd
+    # the webhook answers overload and timeouts itself; the API server's policy decides only when no replica
+    # is reachable, and then refuses by default (Ignore is a documented choice)
+    assert hook["failurePolicy"] == ("Fail" if "webhook.failurePolicy=Ignore" not in args else "Ignore")
+    probe = dep["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]
+    assert probe["path"] == "/readyz"
+    groups = {g for r in hook["rules"] for g in r["apiGroups"]}
+    assert {"", "apps", "batch", "serving.kserve.io", "kaito.sh", "kubeai.org", "ray.io", "nvidia.com",
+            "orchestration.aibrix.ai", "leaderworkerset.x-k8s.io"} <= groups  # every format `check` reads
+    pdb = next(o for o in objs if o["kind"] == "PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1 and dep["spec"].get("replicas", 2) >= 2
     hpa = [o for o in objs if o["kind"] == "HorizontalPodAutoscaler"]
     if "autoscaling.enabled=true" in args:
         assert "replicas" not in dep["spec"] and hpa[0]["spec"]["minReplicas"] == 2

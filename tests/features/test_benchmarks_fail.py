@@ -122,4 +122,4 @@ def test_make_bench_runs_every_benchmark_and_fails_when_one_does(tmp_path):
     (tmp_path / "benchmarks" / f"{listed[1]}.py").write_text("raise SystemExit(0)\n")
     res = subprocess.run(["make", "-s", "bench", f"PYTHON={sys.executable}"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120)
-    assert res.returncode == 0 and "all 8 benchmarks met their targets" in res.stdout
+    assert res.returncode == 0 and f"all {len(listed)} benchmarks met their targets" in res.stdout

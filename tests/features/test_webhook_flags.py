@@ -40,7 +40,7 @@ def _settings(run_cli, monkeypatch, *flags):
         seen.update(settings=settings, **kw)
 
     monkeypatch.setattr(srv, "serve", fake_serve)
-    res = run_cli("webhook", "--host", "127.0.0.1", "--port", "9443", *flags)
+    res = run_cli("webhook", "--host", "127.0.0.1", "--port", "9443", "--insecure-http", *flags)
     assert res.exit_code == 0, res.output
     assert seen["host"] == "127.0.0.1" and seen["port"] == 9443
     return seen["settings"]
@@ -85,7 +85,7 @@ def test_on_failure_allow_admits_an_unchecked_object_and_says_so(run_cli, monkey
 
 
 def test_budget_bounds_each_review(run_cli, monkeypatch):
-    def slow(obj, opts, on_error, on_failure, on_shape=None):
+    def slow(obj, opts, on_error, on_failure, on_shape=None, **_kw):
         verdict = assess(obj, opts, on_error, on_failure, on_shape=on_shape)
         time.sleep(0.6)
         return verdict

@@ -13,6 +13,7 @@
 - {"section": "vllm", "key": "blockSize", "flag": "--block-size", "type": "int", "negatable": false, "spellings": ["--block-size"]}
 - {"section": "vllm", "key": "enforceEager", "flag": "--enforce-eager", "type": "bool", "negatable": false, "spellings": ["--enforce-eager"]}
 - {"section": "vllm", "key": "enablePrefixCaching", "flag": "--enable-prefix-caching", "type": "bool", "negatable": true, "spellings": ["--enable-prefix-caching"]}
+- {"section": "vllm", "key": "enableExpertParallel", "flag": "--enable-expert-parallel", "type": "bool", "negatable": false, "spellings": ["--enable-expert-parallel"]}
 - {"section": "vllm", "key": "dataParallelSize", "flag": "--data-parallel-size", "type": "int", "negatable": false, "spellings": ["--data-parallel-size", "-dp"]}
 - {"section": "vllm", "key": "dtype", "flag": "--dtype", "type": "str", "negatable": false, "spellings": ["--dtype"]}
 - {"section": "vllm", "key": "kvCacheMemoryBytes", "flag": "--kv-cache-memory-bytes", "type": "bytes", "negatable": false, "spellings": ["--kv-cache-memory", "--kv-cache-memory-bytes"]}
@@ -22,7 +23,6 @@
 - {"section": "vllm", "key": "mambaCacheDtype", "flag": "--mamba-cache-dtype", "type": "str", "negatable": false, "spellings": ["--mamba-cache-dtype"]}
 - {"section": "vllm", "key": "mambaSsmCacheDtype", "flag": "--mamba-ssm-cache-dtype", "type": "str", "negatable": false, "spellings": ["--mamba-ssm-cache-dtype"]}
 - {"section": "vllm", "key": "disableHybridKvCacheManager", "flag": "--disable-hybrid-kv-cache-manager", "type": "bool", "negatable": false, "spellings": ["--disable-hybrid-kv-cache-manager"]}
-- {"section": "vllm", "key": "enableExpertParallel", "flag": "--enable-expert-parallel", "type": "bool", "negatable": false, "spellings": ["--enable-expert-parallel"]}
 - {"section": "vllm", "key": "prefillContextParallelSize", "flag": "--prefill-context-parallel-size", "type": "int", "negatable": false, "spellings": ["--prefill-context-parallel-size"]}
 - {"section": "vllm", "key": "enableEplb", "flag": "--enable-eplb", "type": "bool", "negatable": false, "spellings": ["--enable-eplb"]}
 - {"section": "vllm", "key": "eplbConfig", "flag": "--eplb-config", "type": "str", "negatable": false, "spellings": ["--eplb-config"]}

@@ -1,0 +1,126 @@
+"""The speed model: physical bounds, monotonic behaviour, and its public API on a real estimate."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from configurator.model.resolve import resolve_model
+from configurator.speed import Speculative, Workload, estimate_speed, gpu_speed, speed_for_estimate
+from configurator.speed.geometry import geometry
+from tests.conftest import DATA
+
+POINTS = DATA / "benchmarks" / "vllm-bench-points.jsonl"
+
+
+def _est(model="Qwen/Qwen3-8B", gpu="h100-80gb", **kw):
+    wl = kw.pop("workload", Workload(input_len=1024, output_len=256, concurrency=1))
+    return estimate_speed(model, gpu, workload=wl, max_num_seqs=kw.pop("max_num_seqs", 256),
+                          max_num_batched_tokens=8192, kv_tokens=kw.pop("kv_tokens", 400_000), **kw)
+
+
+def test_single_stream_decode_is_slower_than_the_memory_roofline():
+    """A token at batch 1 must at least read every dense weight once at the datasheet bandwidth."""
+    s = _est()
+    g = geometry(resolve_model("Qwen/Qwen3-8B", allow_hub=False))
+    floor_ms = g.dense_bytes / (gpu_speed("h100-80gb").hbm_gbs * 1e9) * 1e3
+    assert floor_ms * 1.05 < s.tpot_ms < floor_ms * 3
+    assert s.prediction.bound.startswith("memory-bandwidth")
+
+
+def test_more_concurrency_more_throughput_and_slower_tokens():
+    prev = None
+    for c in (1, 8, 64, 256):
+        s = _est(workload=Workload(input_len=1024, output_len=256, concurrency=c))
+        if prev:
+            assert s.output_tok_s > prev.output_tok_s
+            assert s.tpot_ms >= prev.tpot_ms
+        prev = s
+
+
+def test_kv_cache_caps_the_running_requests_and_says_so():
+    s = _est(workload=Workload(input_len=4000, output_len=1000, concurrency=500), kv_tokens=45_000)
+    assert s.prediction.running == pytest.approx(45_000 / 4500, rel=0.01)
+    assert s.prediction.limits == ("KV cache", "queue")
+    assert s.ttft_ms > _est(workload=Workload(input_len=4000, output_len=1000, concurrency=10),
+                            kv_tokens=45_000).ttft_ms * 5  # the queue shows in the time to first token
+
+
+def test_fp8_kv_halves_the_kv_bytes_and_tp_splits_them():
+    m = resolve_model("Qwen/Qwen3-32B", allow_hub=False)
+    auto, fp8, tp2 = geometry(m), geometry(m, kv_cache_dtype="fp8"), geometry(m, tp=2)
+    assert fp8.kv_bytes_per_token == auto.kv_bytes_per_token / 2
+    assert tp2.kv_bytes_per_token == auto.kv_bytes_per_token / 2
+    assert auto.kv_bytes_per_token == 64 * 8 * 2 * 128 * 2  # layers x kv heads x (K, V) x head_dim x bf16
+
+
+def test_moe_reads_the_active_experts_at_batch_one_and_all_of_them_at_large_batches():
+    g = geometry(resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8", allow_hub=False), tp=4)
+    assert g.num_experts == 128 and g.top_k == 8
+    assert g.experts_touched(1) == pytest.approx(8 / 128)
+    assert g.experts_touched(4096) > 0.999
+    assert g.active_params < g.expert_bytes  # 22B active of 235B: the active share is far below the weights
+
+
+def test_tensor_parallel_shortens_the_token_on_nvlink():
+    one = _est(model="Qwen/Qwen3-32B")
+    two = _est(model="Qwen/Qwen3-32B", tp=2)
+    assert two.tpot_ms < one.tpot_ms * 0.75 and two.gpus == 2
+
+
+def test_speculative_decoding_shortens_the_token_at_low_concurrency():
+    plain = _est()
+    spec = _est(speculative=Speculative(num_tokens=3, acceptance=0.7))
+    assert spec.tpot_ms < plain.tpot_ms
+    assert any("speculative" in n for n in spec.notes)
+
+
+def test_gpu_without_datasheet_figures_has_no_estimate():
+    assert gpu_speed("gb10") is None
+    assert _est(gpu="gb10") is None
+    assert gpu_speed("a100-80gb:3g.40gb") is None
+
+
+def test_bands_hold_the_prediction(estimate_json):
+    code, d = estimate_json("--gpu", "h100-80gb", "--max-model-len", "8192", "--", "vllm", "serve", "Qwen/Qwen3-8B")
+    assert code == 0
+    s = speed_for_estimate(d, Workload(input_len=1024, output_len=256, concurrency=32))
+    assert s is not None
+    for m in ("ttft_ms", "tpot_ms", "output_tok_s"):
+        lo, hi = s[m + "_band"]
+        assert lo <= s[m] <= hi
+    assert s["running_per_engine"] == 32 and s["gpu_figures"]["source"].startswith("https://")
+
+
+def test_benchmark_points_are_complete_and_split_by_their_source_url():
+    points = [json.loads(line) for line in POINTS.read_text().splitlines()]
+    assert len(points) >= 40 and len({p["source_url"] for p in points}) >= 15
+    for p in points:
+        assert p["provenance"] in ("A", "B", "C") and p["source_url"].startswith("http")
+        assert p["split"] == ("test" if hashlib.sha256(p["source_url"].encode()).hexdigest()[0] in "01234" else "train")
+        assert p["output_throughput"] or p["median_tpot_ms"] or p["mean_tpot_ms"] or p["median_itl_ms"]
+        assert gpu_speed(p["gpu"]) is not None, p["gpu"]  # every point's GPU has datasheet figures
+
+
+def test_a_burst_with_varied_lengths_drains_slower_than_one_of_equal_lengths():
+    """All requests at once: with ShareGPT-like varied outputs the last ones decode nearly alone, so the same work
+    takes longer than when every output has the mean length."""
+    same = _est(workload=Workload(input_len=200, output_len=200, num_prompts=1000), max_num_seqs=1024)
+    varied = _est(workload=Workload(input_len=200, output_len=200, num_prompts=1000, variable_lengths=True),
+                  max_num_seqs=1024)
+    assert varied.output_tok_s < same.output_tok_s * 0.9
+    queued = _est(workload=Workload(input_len=200, output_len=200, num_prompts=1000), max_num_seqs=64)
+    assert queued.ttft_ms > same.ttft_ms * 3  # the median request waits for a queue to drain
+
+
+def test_an_online_quantization_flag_shrinks_the_weights_read(estimate_json):
+    code, d = estimate_json("--gpu", "l4", "--max-model-len", "4096", "--quantization", "fp8", "--", "vllm", "serve",
+                            "Qwen/Qwen3-8B")
+    assert code == 0
+    wl = Workload(input_len=512, output_len=256, concurrency=1)
+    fp8 = speed_for_estimate(d, wl)
+    d["flags"]["quantization"] = None
+    bf16 = speed_for_estimate(d, wl)
+    assert fp8["tpot_ms"] < bf16["tpot_ms"] * 0.75
