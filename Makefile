@@ -8,8 +8,9 @@ test:  ## install the test dependencies and run the test suite
 lint:
 	$(PYTHON) -m ruff check .
 
-schemas:  ## everything generated from the code: JSON Schemas, the chart's schema and values, rule docs
+schemas:  ## everything generated from the code: JSON Schemas, the chart's schema and values, rule docs, the data index
 	$(PYTHON) scripts/gen_schemas.py
+	$(PYTHON) -m configurator.resources
 	$(PYTHON) scripts/gen_chart_schema.py
 	$(PYTHON) scripts/gen_rules_doc.py
 

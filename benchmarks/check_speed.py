@@ -2,9 +2,12 @@
 YAML linter pays), measured in the same run; yamllint and the cold start of `check` for information.
 
 Usage: python benchmarks/check_speed.py [--files 2000] [--runs 3]
-Each timing is the median of fresh processes over the whole folder. Every `check` run must exit 0 or 1
-and print a JSON report with one server per generated Deployment: a crash or an empty report is never
-"fast" (exit 2). Exits 1 when `check` takes more than 2.5x the parse-only floor (issue 10, item 8).
+Each timing is the median of fresh processes over the whole folder, in CPU seconds (user + system of the
+process) and wall seconds; the claim is decided on CPU, so a busy machine, which stretches wall time
+(check 2.3x the floor on an idle machine, 3.1-3.6x on a busy one by the wall clock), does not decide it
+(benchmarks/_timing.py). Every `check` run must exit 0 or 1 and print a JSON report with one server per
+generated Deployment: a crash or an empty report is never "fast" (exit 2). Exits 1 when `check` takes more
+than 2.0x the parse-only floor's CPU time (issue 29, item 4).
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from _timing import median_process, tool_command
+from _timing import _children_cpu, median_process, tool_command
 
-TARGET_RATIO = 2.5
+TARGET_RATIO = 2.0  # CPU seconds of check / CPU seconds of parsing only
 MODELS = ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "mistralai/Mistral-7B-Instruct-v0.3",
           "openai/gpt-oss-20b", "Qwen/Qwen3.6-27B-FP8", "google/gemma-2-9b-it", "meta-llama/Llama-3.3-70B-Instruct"]
 GPUS = ["NVIDIA-L4", "NVIDIA-L40S", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]
@@ -89,10 +92,11 @@ spec:
 """
 
 
-def _run(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
-    t0 = time.perf_counter()
+def _run(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, CPU seconds, the finished process) of one fresh process."""
+    c0, t0 = _children_cpu(), time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, check=False)
-    return time.perf_counter() - t0, done
+    return time.perf_counter() - t0, _children_cpu() - c0, done
 
 
 def _check_ok(done: subprocess.CompletedProcess, files: int) -> str | None:
@@ -118,30 +122,36 @@ def main() -> int:
         folder = Path(d)
         for i in range(a.files):
             (folder / f"m{i:05d}.yaml").write_text(manifest(i))
-        check_times, parse_times = [], []
+        check_times, parse_times, check_cpus, parse_cpus = [], [], [], []
         for _ in range(a.runs):  # interleaved, so both see the same machine load
-            t, done = _run([*tool, "check", str(folder), "--format", "json"])
+            t, c, done = _run([*tool, "check", str(folder), "--format", "json"])
             problem = _check_ok(done, a.files)
             if problem:
                 print(f"check did not produce a real result ({problem}): not timed")
                 return 2
             check_times.append(t)
-            t, done = _run([sys.executable, "-c", PARSE_ONLY, str(folder)])
+            check_cpus.append(c)
+            t, c, done = _run([sys.executable, "-c", PARSE_ONLY, str(folder)])
             if done.returncode != 0 or done.stdout.strip() != str(2 * a.files).encode():
                 print(f"the parse-only baseline failed: {done.stderr.decode(errors='replace')[-300:]}")
                 return 2
             parse_times.append(t)
+            parse_cpus.append(c)
         check, parse = statistics.median(check_times), statistics.median(parse_times)
+        check_cpu, parse_cpu = statistics.median(check_cpus), statistics.median(parse_cpus)
         yl = shutil.which("yamllint")
         ylint = median_process([yl, "-d", "relaxed", str(folder)], 1) if yl else float("nan")
         cold = median_process([*tool, "check", str(folder / "m00000.yaml")], 5)
         floor = median_process([sys.executable, "-c", "pass"], 5)
-    ratio = check / parse
+    ratio = check_cpu / parse_cpu
     print(f"{a.files} manifests ({a.files} Deployments + {a.files} Services), median of {a.runs} fresh processes:")
-    print(f"  vllm-configurator check:        {check:6.2f} s  ({a.files / check:6.0f} files/s)")
-    print(f"  parse only (PyYAML C loader):   {parse:6.2f} s  ({a.files / parse:6.0f} files/s)")
-    print(f"  yamllint (relaxed), 1 run:      {ylint:6.2f} s" + ("" if yl else "  (not installed)"))
-    print(f"check / parse-only: {ratio:.2f}x (target <= {TARGET_RATIO}x)")
+    print(f"  vllm-configurator check:        {check_cpu:6.2f} s CPU {check:6.2f} s wall  ({a.files / check_cpu:6.0f} "
+          "files per CPU second)")
+    print(f"  parse only (PyYAML C loader):   {parse_cpu:6.2f} s CPU {parse:6.2f} s wall  ({a.files / parse_cpu:6.0f} "
+          "files per CPU second)")
+    print(f"  yamllint (relaxed), 1 run:      {ylint:6.2f} s wall" + ("" if yl else "  (not installed)"))
+    print(f"check / parse-only: {ratio:.2f}x in CPU (target <= {TARGET_RATIO}x; {check / parse:.2f}x in wall, "
+          "for information)")
     print(f"cold start, check on one file: {cold * 1000:.0f} ms (python -c pass: {floor * 1000:.0f} ms)")
     ok = ratio <= TARGET_RATIO
     print("PASS" if ok else "FAIL")

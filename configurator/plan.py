@@ -27,18 +27,17 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from configurator.calibration import Calibration
-from configurator.emit.serve import serve_args, serve_command
 from configurator.errors import InputError
 from configurator.estimate import EstimateRequest, EstimateResult, estimate, request_bytes
 from configurator.estimate.loadable import block_shape_refusal, removed_architecture
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, list_gpus, newest_release_for, no_kernel_image
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
+from configurator.plan_result import Alternative, Capacity, PlanResult, Reason, Remedy  # re-exported (old home)
 from configurator.units import GiB, format_gib
 from configurator.vllm.defaults import batch_defaults, derived_max_model_len
+from configurator.vllm.serve import serve_args, serve_command
 from configurator.vllm.versions import SUPPORTED, behaviour
 from configurator.workloads import Workload, override
 
@@ -50,67 +49,6 @@ MAX_GPUS = 1024
 LEN_STEP_TOKENS = 1024
 # "use a larger GPU" stays within the planned GPU's class (profiles/gpus/*.yaml gpu_class)
 GPU_CLASS_LABELS = {"datacenter": "data-centre", "workstation": "workstation", "desktop": "consumer / desktop"}
-
-
-class Reason(BaseModel):
-    flag: str
-    value: Any
-    why: str
-
-
-class Alternative(BaseModel):
-    """One point of the trade-off: context vs concurrency vs KV dtype, at the chosen utilization."""
-
-    kv_cache_dtype: str
-    max_model_len: int
-    fits: bool
-    requests_at_typical_length: int = Field(description="concurrent requests of the typical length the pool holds")
-    requests_at_max_model_len: float = Field(description="vLLM's 'Maximum concurrency' at max_model_len")
-    kv_cache_bytes: int
-
-
-class Remedy(BaseModel):
-    """A change that makes an infeasible workload fit, checked by planning again with it."""
-
-    action: str
-    cost_rank: int = Field(description="1 = cheapest")
-    changes: dict[str, Any]
-    requests_at_typical_length: int
-
-
-class Capacity(BaseModel):
-    target_concurrency: int
-    typical_tokens: int
-    headroom: float
-    requests_at_typical_length: int
-    requests_at_max_model_len: float
-
-
-class PlanResult(BaseModel):
-    """The plan; schemas/plan.schema.json is generated from this."""
-
-    feasible: bool = Field(description="the plan carries the target workload with the headroom")
-    status: Literal["carries", "short", "nothing-starts"] = Field(
-        "carries", description="carries the target; short of it (the flags that carry the most of it); or vLLM "
-                               "would start with no candidate")
-    carried_concurrency: int = Field(0, description="concurrent requests of the typical length the flags carry "
-                                                    "with the headroom kept (the target when it carries)")
-    vllm_version: str
-    model: str
-    gpu: str
-    gpus: int
-    workload: dict[str, Any]
-    flags: dict[str, Any] = Field(description="the four chosen flags, parallelism and batched tokens")
-    estimate: EstimateResult | None = Field(description="estimate for exactly these flags")
-    capacity: Capacity | None
-    reasons: list[Reason]
-    summary: str = Field(description="'The KV pool holds N requests of T tokens at once ..., against a target of "
-                                     "M: it is ... GiB per GPU after ...'")
-    alternatives: list[Alternative]
-    remedies: list[Remedy]
-    shortfall_bytes: int = Field(0, description="KV memory missing to carry the workload (infeasible plans)")
-    serve_command: str = ""
-    serve_args: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

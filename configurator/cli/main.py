@@ -66,29 +66,70 @@ def cli() -> None:
     """
 
 
-def _register() -> None:
-    from configurator.cli.admission import audit_cmd, review_cmd, webhook_cmd
-    from configurator.cli.calibrate import calibrate_cmd
-    from configurator.cli.check import check_cmd
-    from configurator.cli.estimate import estimate_cmd
-    from configurator.cli.gpus import gpus_cmd
-    from configurator.cli.models import models_cmd
-    from configurator.cli.plan import plan_cmd
-    from configurator.cli.rules import rules_cmd
-
-    cli.add_command(estimate_cmd)
-    cli.add_command(calibrate_cmd)
-    cli.add_command(plan_cmd)
-    cli.add_command(check_cmd)
-    cli.add_command(review_cmd)
-    cli.add_command(webhook_cmd)
-    cli.add_command(audit_cmd)
-    cli.add_command(gpus_cmd)
-    cli.add_command(models_cmd)
-    cli.add_command(rules_cmd)
+# Each command's module is imported when the command runs (or when --help lists them all): `estimate` does not
+# pay for the linter, the webhook or the plan solver. Name -> (module, click command in it).
+COMMANDS = {
+    "estimate": ("configurator.cli.estimate", "estimate_cmd"),
+    "calibrate": ("configurator.cli.calibrate", "calibrate_cmd"),
+    "plan": ("configurator.cli.plan", "plan_cmd"),
+    "check": ("configurator.cli.check", "check_cmd"),
+    "review": ("configurator.cli.admission", "review_cmd"),
+    "webhook": ("configurator.cli.admission", "webhook_cmd"),
+    "audit": ("configurator.cli.admission", "audit_cmd"),
+    "gpus": ("configurator.cli.gpus", "gpus_cmd"),
+    "models": ("configurator.cli.models", "models_cmd"),
+    "rules": ("configurator.cli.rules", "rules_cmd"),
+}
 
 
-_register()
+class _LazyCommands(dict):
+    """The group's commands (click reads `group.commands` as a dict), each imported on first look-up; iterating
+    or listing them imports them all."""
+
+    def _load(self, name: str) -> None:
+        if name in COMMANDS and not dict.__contains__(self, name):
+            import importlib
+
+            module, attr = COMMANDS[name]
+            dict.__setitem__(self, name, getattr(importlib.import_module(module), attr))
+
+    def _load_all(self) -> None:
+        for name in COMMANDS:
+            self._load(name)
+
+    def __getitem__(self, name: str):
+        self._load(name)
+        return dict.__getitem__(self, name)
+
+    def get(self, name: str, default=None):
+        self._load(name)
+        return dict.get(self, name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in COMMANDS or dict.__contains__(self, name)
+
+    def __iter__(self):
+        self._load_all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._load_all()
+        return dict.__len__(self)
+
+    def keys(self):
+        self._load_all()
+        return dict.keys(self)
+
+    def values(self):
+        self._load_all()
+        return dict.values(self)
+
+    def items(self):
+        self._load_all()
+        return dict.items(self)
+
+
+cli.commands = _LazyCommands()
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from configurator.errors import ExitCode, NotFoundError
+from configurator.model.catalog import Entry, attention_kind, kv_bytes_per_token
 
 
 def _matches(row: dict, words: list[str]) -> bool:
@@ -26,6 +27,23 @@ def _human(n: int | None, unit: str = "") -> str:
 
 def _context(n: int | None) -> str:
     return "-" if n is None else (f"{n // 1024}K" if n % 1024 == 0 and n >= 1024 else f"{n:,}")
+
+
+def describe(entry: Entry) -> dict:
+    """One catalog row: id, family, parameters, context, attention kind, KV bytes per token at bf16, provenance."""
+    from configurator.memory.weights import count_params
+
+    spec = entry.spec()
+    try:
+        params = count_params(spec).total
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        params = None
+    context = min((v for _, v in spec.max_len_keys), default=None)
+    return {"id": entry.hf_id, "aliases": list(entry.aliases), "family": entry.family, "parameters": params,
+            "context_tokens": context, "attention": attention_kind(spec),
+            "kv_bytes_per_token_bf16": kv_bytes_per_token(spec), "model_type": spec.model_type,
+            "quantization": spec.quant.method, "weights_bytes": entry.weights_bytes,
+            "config_source": entry.config_source, "derived": entry.derived, "catalog_file": entry.origin}
 
 
 @click.command("models")
@@ -53,7 +71,7 @@ def models_cmd(query, family, fmt) -> None:
     for e in [*((exact,) if exact is not None else ()), *catalog.entries()]:
         if e.hf_id in seen or (family and e.family.lower() != family.lower()):
             continue
-        row = catalog.describe(e)
+        row = describe(e)
         if e is exact or _matches(row, words):
             rows.append(row)
             seen.add(e.hf_id)
@@ -63,7 +81,7 @@ def models_cmd(query, family, fmt) -> None:
         derived = resolve_derivative(query[0])
         if derived is not None:  # not in the catalog, but resolves through its base
             click.echo(f"note: {query[0]} is not in the catalog; {derived[2]}", err=True)
-            rows = [catalog.describe(derived[0])]
+            rows = [describe(derived[0])]
     if not rows:
         text = " ".join(query) or family or ""
         raise NotFoundError("model", text, catalog.nearest(text), hint="no catalog model matches")

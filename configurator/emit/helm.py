@@ -35,7 +35,7 @@ from configurator.startup import WEIGHT_LOAD_BYTES_PER_S, StartupTime, progress_
 from configurator.units import GiB
 
 if TYPE_CHECKING:
-    from configurator.plan import PlanResult
+    from configurator.plan_result import PlanResult
 
 DEFAULT_GPUS_PER_NODE = 8  # the usual HGX / DGX node; a plan with more GPUs spans nodes
 

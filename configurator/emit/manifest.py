@@ -20,7 +20,7 @@ from configurator.emit.values_model import CHART_NAME, ChartValues, flag_rows
 from configurator.startup import progress_deadline_s
 
 if TYPE_CHECKING:
-    from configurator.plan import PlanResult
+    from configurator.plan_result import PlanResult
 
 MANAGED_BY = "vllm-configurator"
 

@@ -27,7 +27,7 @@ from configurator.emit.values_model import vllm_flags
 from configurator.errors import InputError
 
 if TYPE_CHECKING:
-    from configurator.plan import PlanResult
+    from configurator.plan_result import PlanResult
 
 
 def _flag_text(value: Any, kind: str) -> str:

@@ -19,10 +19,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from configurator.emit.serve import SERVE_ORDER
 from configurator.memory.kv_dtype import KV_DTYPES
 from configurator.startup import ROLLOUT_MARGIN_S
 from configurator.vllm.flags import FLAGS, SPELLINGS, Flag
+from configurator.vllm.serve import SERVE_ORDER
 
 CHART_NAME = "vllm"
 
@@ -74,7 +74,7 @@ def _value_type(f: Flag) -> Any:
 
 def vllm_flags() -> tuple[Flag, ...]:
     """The engine arguments the chart takes as typed values, in the order it renders them: the
-    `vllm serve` order of configurator.emit.serve, then the rest of the flag table."""
+    `vllm serve` order of configurator.vllm.serve, then the rest of the flag table."""
     flags = [f for f in FLAGS if f.dest not in _NOT_VALUES]
     first = [f for d in SERVE_ORDER for f in flags if f.dest == d]
     return tuple(first + [f for f in flags if f not in first])

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import yaml
-
 from configurator.hardware.catalog import GPU
 from configurator.model.spec import ModelSpec
-from configurator.resources import data_path
+from configurator.resources import load_yaml
 from configurator.units import GiB, MiB
 from configurator.vllm.versions import _key
 
@@ -98,8 +96,7 @@ def architecture_class(model: ModelSpec) -> str:
 def _classes() -> dict:
     """Dev logs behind the band, by GPU class (error_bands.yaml gpu_classes; written by error_band.py)."""
     try:
-        with open(data_path("profiles", "error_bands.yaml"), encoding="utf-8") as f:
-            return dict(yaml.safe_load(f).get("gpu_classes") or {})
+        return dict(load_yaml("profiles", "error_bands.yaml").get("gpu_classes") or {})
     except FileNotFoundError:  # pragma: no cover - the table ships with the package
         return {}
 
@@ -107,8 +104,7 @@ def _classes() -> dict:
 @lru_cache(maxsize=1)
 def _table() -> dict:
     try:
-        with open(data_path("profiles", "error_bands.yaml"), encoding="utf-8") as f:
-            return dict(yaml.safe_load(f)["bands"])
+        return dict(load_yaml("profiles", "error_bands.yaml")["bands"])
     except FileNotFoundError:  # pragma: no cover - the table ships with the package
         return {}
 

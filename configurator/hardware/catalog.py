@@ -11,18 +11,10 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import yaml
-
 from configurator.errors import InputError, NotFoundError
-from configurator.resources import data_path
+from configurator.resources import data_path, load_yaml
 from configurator.units import MiB, parse_size
 from configurator.vllm.args import release_key as _release_order
-
-try:  # the C loader is several times faster; fall back where libyaml is missing
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
-
 
 
 @dataclass(frozen=True)
@@ -63,8 +55,7 @@ def _entries() -> tuple[dict, ...]:
     folder = data_path("profiles", "gpus")
     out = []
     for p in sorted(folder.glob("*.yaml")):
-        with open(p, encoding="utf-8") as f:
-            d = yaml.load(f, Loader=_Loader)
+        d = load_yaml("profiles", "gpus", p.name)  # the prebuilt index when it is current (resources.py)
         if isinstance(d, dict) and d.get("name"):
             out.append(d)
     return tuple(out)

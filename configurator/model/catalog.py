@@ -288,20 +288,3 @@ def attention_kind(spec: ModelSpec) -> str:
     if variants:
         return f"hybrid {'/'.join(variants)}+{base}" if kinds - {"mamba"} else f"state only ({'/'.join(variants)})"
     return base
-
-
-def describe(entry: Entry) -> dict:
-    """One catalog row: id, family, parameters, context, attention kind, KV bytes per token at bf16, provenance."""
-    from configurator.memory.weights import count_params
-
-    spec = entry.spec()
-    try:
-        params = count_params(spec).total
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        params = None
-    context = min((v for _, v in spec.max_len_keys), default=None)
-    return {"id": entry.hf_id, "aliases": list(entry.aliases), "family": entry.family, "parameters": params,
-            "context_tokens": context, "attention": attention_kind(spec),
-            "kv_bytes_per_token_bf16": kv_bytes_per_token(spec), "model_type": spec.model_type,
-            "quantization": spec.quant.method, "weights_bytes": entry.weights_bytes,
-            "config_source": entry.config_source, "derived": entry.derived, "catalog_file": entry.origin}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import IO
 
 from configurator.units import GiB, human_bytes
@@ -23,11 +24,8 @@ def _gib(b: int) -> str:
 def render(r, stream: IO[str], next_steps: list[str] | None = None) -> None:
     """The verdict first; a refusal then gives vLLM's reason and what to change (`next_steps`, each checked
     by estimating again) before the figures."""
-    from rich.console import Console
-    from rich.text import Text
-
-    con = Console(file=stream, highlight=False, soft_wrap=True,
-                  force_terminal=None if stream.isatty() else False, width=100)
+    con = _console(stream)
+    Text = _text_for(con)  # rich's Text, or the plain stand-in off a terminal
     m, kv, f = r.memory, r.kv_cache, r.flags
     if r.not_modelled:
         _render_limited(con, r)
@@ -96,7 +94,7 @@ def render(r, stream: IO[str], next_steps: list[str] | None = None) -> None:
 
 
 def _bar(con, m, width: int = 60) -> None:
-    from rich.text import Text
+    Text = _text_for(con)
 
     total = max(m.total_bytes, 1)
     parts = [("W", m.weights_bytes, "blue"), ("A", m.activation_bytes + m.non_torch_bytes + m.other_bytes, "magenta"),
@@ -117,7 +115,7 @@ def _bar(con, m, width: int = 60) -> None:
 
 
 def _render_limited(con, r) -> None:
-    from rich.text import Text
+    Text = _text_for(con)
 
     kv = r.kv_cache
     con.print(Text(f"{r.model.name} on {r.gpu.display_name}, vLLM {r.vllm_version}", style="bold"))
@@ -139,3 +137,68 @@ def _render_limited(con, r) -> None:
         con.print(Text(f"warning: {w}", style="yellow"))
     for e in r.errors:
         con.print(Text(f"vLLM: {e}", style="red"))
+
+
+# -- off a terminal, without rich ----------------------------------------------------------------------------
+# Importing rich costs a cold `estimate` about 25 ms of CPU, a tenth of it. Off a terminal rich prints no style,
+# so the text is the same without it, except where rich rewrites a string: markup ([bold]), emoji codes
+# (:name:), tabs, control characters. A line that holds any of those is printed by rich itself, as before.
+_RICH_REWRITES = re.compile(r"\[|:\S*?:|[\t\x00-\x08\x0b-\x1f\x7f]")
+
+
+class _PlainText:
+    """The part of rich.text.Text this module uses: text with a style (styles print nothing off a terminal)."""
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        self.plain = text
+
+    def append(self, text: str, style: str | None = None) -> _PlainText:
+        self.plain += text
+        return self
+
+
+class _PlainConsole:
+    """rich's Console(soft_wrap=True, highlight=False) off a terminal, for the prints this module makes."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self._rich = None
+
+    def print(self, *objects: object) -> None:
+        texts = [o.plain if isinstance(o, _PlainText) else str(o) for o in objects]
+        if any(_RICH_REWRITES.search(t) for t, o in zip(texts, objects, strict=True) if not isinstance(o, _PlainText)) \
+                or any("\t" in t or "\x1b" in t for t in texts):
+            self._rich_console().print(*(self._rich_text(o) for o in objects))
+            return
+        self.stream.write(" ".join(texts) + "\n")
+
+    def _rich_text(self, o: object) -> object:
+        if not isinstance(o, _PlainText):
+            return o
+        from rich.text import Text
+
+        return Text(o.plain)
+
+    def _rich_console(self):
+        if self._rich is None:
+            from rich.console import Console
+
+            self._rich = Console(file=self.stream, highlight=False, soft_wrap=True, force_terminal=False, width=100)
+        return self._rich
+
+
+def _console(stream: IO[str]):
+    """rich's console on a terminal (styles), the plain one otherwise."""
+    if not stream.isatty():
+        return _PlainConsole(stream)
+    from rich.console import Console
+
+    return Console(file=stream, highlight=False, soft_wrap=True, force_terminal=None, width=100)
+
+
+def _text_for(con) -> type:
+    if isinstance(con, _PlainConsole):
+        return _PlainText
+    from rich.text import Text
+
+    return Text

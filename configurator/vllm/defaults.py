@@ -7,14 +7,25 @@ vllm/config/model.py (_get_and_verify_max_len), vllm/config/cache.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
-from configurator.hardware.catalog import GPU
 from configurator.model.spec import ModelSpec
 from configurator.units import GiB
 from configurator.vllm.versions import Behaviour
 
 EntryPoint = Literal["server", "offline"]
+
+
+class GPU(Protocol):
+    """What vLLM's defaults read of a device (configurator.hardware.catalog.GPU has it; the hardware layer sits
+    above this one, so the defaults name only the fields)."""
+
+    total_bytes: int
+    compute_capability: str
+    product_name: str
+
+    @property
+    def sm(self) -> int: ...
 
 # Rope types whose max_position_embeddings already includes the scaling (not multiplied again).
 _ROPE_NO_SCALE = {"su", "longrope", "llama3", "deepseek_yarn", "deepseek_llama_scaling", "mrope",

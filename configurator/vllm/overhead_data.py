@@ -7,21 +7,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import yaml
-
-from configurator.resources import data_path
+from configurator.resources import load_yaml
 from configurator.vllm.versions import _key
-
-try:
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 
 @lru_cache(maxsize=1)
 def _eras() -> tuple[dict, ...]:
-    with open(data_path("profiles", "overheads.yaml"), encoding="utf-8") as f:
-        return tuple(yaml.load(f, Loader=_Loader)["eras"])
+    return tuple(load_yaml("profiles", "overheads.yaml")["eras"])
 
 
 def era_row(version: str) -> tuple[dict, str]:

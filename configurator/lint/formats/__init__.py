@@ -103,7 +103,7 @@ def mentions_vllm(data: object, budget: int = MENTION_BUDGET) -> bool:
 
 def dispatch(docs: list[Document]):
     """Every document to the first format that recognises it: (servers, not-understood objects)."""
-    from configurator.lint.extract import Inputs, NotUnderstood, identity
+    from configurator.lint.inputs import Inputs, NotUnderstood, identity
     from configurator.lint.shape import Node, describe, dotted
 
     inputs = Inputs.of(docs)
