@@ -153,6 +153,13 @@ class Server:
     unknown: list[tuple[UnknownArg, Loc]] = field(default_factory=list)
     flags_release: str | None = None  # the release whose argument parser read the command (None: newest)
     sources: list[str] = field(default_factory=list)  # other files it was built from (its runtime, a ConfigMap)
+    # data parallelism as the server's own ranks see it (configurator/lint/discover.py reads it): the ranks this
+    # pod runs (--data-parallel-size-local, a controller's dataLocal), and whether each pod is one rank of a
+    # larger group (--data-parallel-rank / --data-parallel-start-rank: external load balancing or multi-node)
+    dp_local: int | None = None
+    dp_ranked: bool = False
+    gpu_count_source: str = "resources"  # where gpu_count came from ("resources" or the controller that derives it)
+    unresolved: set[str] = field(default_factory=set)  # dests the file sets to a value not known here ($VAR, $(( )))
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -697,6 +704,9 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
     if tokens is None:
         return None
     apply_tokens(s, tokens)
+    from configurator.lint.discover import parallel_facts
+
+    parallel_facts(s, tokens)
     if "config" not in s.flags:
         for t, nxt in itertools.pairwise(tokens):
             if t.text == "--config":

@@ -198,20 +198,35 @@ def _mamba(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("parallelism-gpu-mismatch", "Parallelism differs from the GPUs requested", "error",
-      "vLLM needs tensor_parallel_size x pipeline_parallel_size GPUs; with fewer it fails to start, with more "
-      "the extra GPUs sit idle.",
-      "Request exactly tensor x pipeline parallel GPUs (per pod, or across a LeaderWorkerSet group).")
+      "vLLM needs tensor_parallel_size x pipeline_parallel_size GPUs per data-parallel rank (expert parallelism "
+      "reuses those ranks and adds none); with fewer it fails to start, with more the extra GPUs sit idle. A pod "
+      "that runs only some ranks of a data-parallel group (--data-parallel-size-local, a controller's dataLocal, "
+      "a --data-parallel-rank per pod) needs GPUs for its own ranks.",
+      "Request exactly tensor x pipeline x data-parallel GPUs (per pod, or across a LeaderWorkerSet group).")
 def _parallelism(ctx: Context) -> Iterator[Hit]:
+    from configurator.lint.discover import gpus_per_replica
+
     s = ctx.server
-    if s.gpu_count is None:
-        return
+    if s.gpu_count is None or s.unresolved & {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                                              "data_parallel_size_local"}:
+        return  # a size the file leaves to the environment is not judged (an unresolved-value note says so)
+    if any(re.search(r"--(tensor|pipeline|data)[-_]parallel", n) for n in s.notes):
+        return  # a parallel size vLLM rejects: invalid-flag says so, the count is unknown
     tp = int(s.flags.get("tensor_parallel_size") or 1)
     pp = int(s.flags.get("pipeline_parallel_size") or 1)
+    need, how = gpus_per_replica(s)
     have = s.gpu_count * s.pods
-    if tp * pp != have:
-        where = f"{s.gpu_count} per pod x {s.pods} pods" if s.pods > 1 else f"{s.gpu_count} requested"
-        yield Hit(f"tensor_parallel_size {tp} x pipeline_parallel_size {pp} = {tp * pp} GPUs, but {have} GPUs "
-                  f"are available ({where})", s.flag_locs.get("tensor_parallel_size") or s.gpu_loc)
+    if need == have:
+        return
+    if s.dp_local is not None and tp * pp * s.dp_local == s.gpu_count:
+        return  # this pod runs its local ranks of a larger data-parallel group
+    if s.dp_ranked and tp * pp == s.gpu_count:
+        return  # one data-parallel rank per pod (external load balancing)
+    where = f"{s.gpu_count} per pod x {s.pods} pods" if s.pods > 1 else f"{s.gpu_count} requested"
+    if s.gpu_count_source != "resources":
+        where += f", {s.gpu_count_source}"
+    yield Hit(f"{how} = {need} GPUs, but {have} GPUs are available ({where})",
+              s.flag_locs.get("tensor_parallel_size") or s.gpu_loc)
 
 
 @rule("tp-heads-divisibility", "Tensor parallelism does not divide the heads", "error",
