@@ -486,7 +486,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                 version = behaviour("latest").version
             result, est_error, typical, catalog = None, None, None, None
             flags = _estimate_flags(s)
-            if model is not None and gpu is not None:
+            if model is not None and gpu is not None and not s.parallel_unresolved:
                 used = 0
                 if s.annotations.get(USED_ANNOTATION):
                     try:
@@ -504,7 +504,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                         "max_num_seqs": result.flags["max_num_seqs"],
                         "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
                     typical = int(probe.kv_cache.max_concurrency)
-            elif model is not None and gpu is None and opts.catalog:
+            elif model is not None and gpu is None and opts.catalog and not s.accelerator and not s.parallel_unresolved:
                 try:
                     catalog = _catalog_fit(model, version, flags, catalog_cache)
                 except InputError as e:

@@ -159,7 +159,9 @@ class Server:
     dp_local: int | None = None
     dp_ranked: bool = False
     gpu_count_source: str = "resources"  # where gpu_count came from ("resources" or the controller that derives it)
-    unresolved: set[str] = field(default_factory=set)  # dests the file sets to a value not known here ($VAR, $(( )))
+    parallel_unresolved: set[str] = field(default_factory=set)  # parallel sizes written as $VAR, $(( )): not judged
+    accelerator: str | None = None  # a TPU / Gaudi / Neuron resource or label: not a GPU the memory model knows
+    assumed: list[tuple[str, Loc]] = field(default_factory=list)  # values taken at a default (${VAR:-default})
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -621,9 +623,14 @@ def pod_scheduling(server: Server, pod: Node) -> None:
 
 
 def gpu_request(server: Server, c: Node) -> None:
-    """The GPUs a container requests (limits first, then requests)."""
+    """The GPUs a container requests (limits first, then requests); a TPU / Gaudi / Neuron request is
+    recorded as the server's accelerator (not a GPU the memory model knows)."""
+    from configurator.hardware.labels import OTHER_ACCELERATOR_LABELS, OTHER_ACCELERATOR_RESOURCES
+
     for section in ("limits", "requests"):
         for k, v in c.entries("resources", section):
+            if k in OTHER_ACCELERATOR_RESOURCES and server.accelerator is None:
+                server.accelerator = k
             if k in GPU_RESOURCES or k.startswith("nvidia.com/mig-"):
                 count = v.int(hi=MAX_GPUS)
                 if count is None:
@@ -633,6 +640,9 @@ def gpu_request(server: Server, c: Node) -> None:
                 server.gpu_loc = v.loc()
         if server.gpu_count is not None:
             break
+    for key in OTHER_ACCELERATOR_LABELS:
+        if key in server.gpu_labels and server.accelerator is None:
+            server.accelerator = f"{key}={server.gpu_labels[key][0] if server.gpu_labels[key] else ''}"
 
 
 def probe_budget(probe: Node) -> int | None:
@@ -707,6 +717,10 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
     from configurator.lint.discover import parallel_facts
 
     parallel_facts(s, tokens)
+    model = str(s.flags.get("model", ""))
+    if re.search(r"\$\(\w+\)", model):  # `--model /gcs/$(MODEL_ID)`: Kubernetes found no such env in the pod
+        c.note(c.path, f"runs vLLM, but its model is '{model}', a variable the pod does not set: nothing was checked")
+        return None
     if "config" not in s.flags:
         for t, nxt in itertools.pairwise(tokens):
             if t.text == "--config":

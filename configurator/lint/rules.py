@@ -207,8 +207,7 @@ def _parallelism(ctx: Context) -> Iterator[Hit]:
     from configurator.lint.discover import gpus_per_replica
 
     s = ctx.server
-    if s.gpu_count is None or s.unresolved & {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                                              "data_parallel_size_local"}:
+    if s.gpu_count is None or s.parallel_unresolved:
         return  # a size the file leaves to the environment is not judged (an unresolved-value note says so)
     if any(re.search(r"--(tensor|pipeline|data)[-_]parallel", n) for n in s.notes):
         return  # a parallel size vLLM rejects: invalid-flag says so, the count is unknown
@@ -373,19 +372,57 @@ def _util(ctx: Context) -> Iterator[Hit]:
       "Select the node by a GPU label (nvidia.com/gpu.product, cloud.google.com/gke-accelerator, an instance type), "
       "annotate the object with vllm-configurator.io/gpu, set gpu: in .vllm-configurator.yaml, or pass --gpu.")
 def _gpu_unknown(ctx: Context) -> Iterator[Hit]:
-    if ctx.gpu is not None:
-        return
+    from configurator.hardware.labels import unknown_gpu_label
+
+    if ctx.gpu is not None or ctx.server.accelerator:
+        return  # a TPU / Gaudi / Neuron server: accelerator-not-modelled says so
     c = ctx.catalog
+    lacking = unknown_gpu_label(ctx.server.gpu_labels)
+    head = (f"GPU {lacking} is not in the catalog; map it in the config's gpus: or pass --gpu-memory" if lacking
+            else "no GPU type given")
+    where = ctx.server.gpu_labels_loc if lacking else None
     if c is None:
-        yield Hit("no GPU type in nodeSelector, node affinity, annotations, config or --gpu: the memory budget was "
-                  "not checked", ctx.server.loc)
+        yield Hit(f"{head}: the memory budget was not checked" if lacking else
+                  "no GPU type in nodeSelector, node affinity, annotations, config or --gpu: the memory budget was "
+                  "not checked", where or ctx.server.loc)
         return
     need = f"needs about {format_gib(c.needs_bytes)} GiB per GPU" if c.needs_bytes else "was evaluated"
-    parts = [f"no GPU type given; at these flags (vLLM {ctx.version}) it {need}"]
+    parts = [f"{head}; at these flags (vLLM {ctx.version}) it {need}"]
     for label, gpus in (("fits", c.fits), ("at risk on", c.at_risk), ("refused on", c.refused)):
         if gpus:
             parts.append(f"{label} {_by_class(gpus)}")
-    yield Hit("; ".join(parts), ctx.server.loc)
+    yield Hit("; ".join(parts), where or ctx.server.loc)
+
+
+@rule("accelerator-not-modelled", "An accelerator the memory model does not cover", "info",
+      "The pod requests or selects a TPU (google.com/tpu), a Gaudi (habana.ai/gaudi) or an AWS Neuron device: vLLM "
+      "runs its TPU / HPU / Neuron backend there, whose memory the model does not cover, so the server's flags are "
+      "read but its memory budget is not judged (never as if it ran on an NVIDIA GPU).",
+      "Nothing to do; check the start-up log on the accelerator, or annotate the object with vllm-configurator.io/gpu "
+      "if it does run on a GPU.")
+def _accelerator(ctx: Context) -> Iterator[Hit]:
+    s = ctx.server
+    if s.accelerator and ctx.gpu is None:
+        yield Hit(f"{s.accelerator}: not a GPU the memory model covers (vLLM's TPU / HPU / Neuron backend); the "
+                  "memory budget was not checked", s.gpu_loc or s.gpu_labels_loc or s.loc)
+
+
+@rule("value-assumed", "A value the file leaves to its environment", "info",
+      "A value of the server is a variable: `${VAR:-default}` (docker compose, shell) is taken at its default, as "
+      "when the variable is unset (compose also reads a `.env` file beside the file, which check does not see); an "
+      "option set to a variable the file does not give at all is left out, and a parallel size left out means the "
+      "memory budget is not judged (the GPUs per rank are unknown).",
+      "Nothing to do if the default is what runs; otherwise write the value in the file, or check the rendered one.")
+def _assumed(ctx: Context) -> Iterator[Hit]:
+    s = ctx.server
+    seen = set()
+    for text, loc in s.assumed:
+        if text not in seen:
+            seen.add(text)
+            yield Hit(text, loc)
+    if s.parallel_unresolved:
+        yield Hit(f"{', '.join(sorted(s.parallel_unresolved))} not known from the file: the memory budget was not "
+                  "checked", s.loc)
 
 
 # Product-name marks of workstation, desktop and consumer parts (profiles/gpus/*.yaml product_names): GeForce

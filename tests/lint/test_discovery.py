@@ -94,3 +94,145 @@ def test_gpus_per_replica_is_tp_x_pp_x_dp(args, gpus, bad):
 def test_kaito_data_parallel_preset_is_not_a_gpu_mismatch():
     for path in sorted((CORPUS / "kaito-project-kaito").glob("*.yaml")):
         assert "parallelism-gpu-mismatch" not in _rules(_check_file(str(path.relative_to(CORPUS))))
+
+
+# -- item 4: generic discovery first, plugins second ------------------------------------------------------
+
+def _servers(rel: str):
+    docs, _ = load([str(CORPUS / rel)])
+    return extract_all(docs)
+
+
+def _view(s) -> tuple:
+    return (s.flags.get("model"), s.gpu_count, s.flags.get("tensor_parallel_size", 1),
+            s.flags.get("max_model_len"), s.flags.get("gpu_memory_utilization"))
+
+
+def test_compose_command_list_image_entrypoint_and_device_count():
+    # vllm/vllm-openai's entrypoint runs vLLM: `command` is its arguments; count: all narrowed by
+    # CUDA_VISIBLE_DEVICES=0 (environment as a list)
+    servers, nu = _servers("cloud-linuxer-gpt-oss/docker-compose.gpt-oss-20b.yml")
+    assert [_view(s) for s in servers] == [("openai/gpt-oss-20b", 1, 1, 128000, 0.9)] and nu == []
+    assert servers[0].kind == "compose service" and servers[0].name == "vllm"
+    assert servers[0].shm_bytes == 16 << 30  # shm_size: '16gb'
+
+
+def test_compose_defaults_are_taken_with_an_info_finding():
+    # every value is `${VAR:-default}`: taken at its default, and said so
+    rel = "cloud-linuxer-gpt-oss/vllm-docker-compose.yml"
+    servers, _ = _servers(rel)
+    assert [_view(s) for s in servers] == [("facebook/opt-125m", 1, 1, 4096, 0.9)]
+    report = _check_file(rel)
+    assumed = [f for f in report.findings if f.rule == "value-assumed"]
+    assert assumed and all(f.severity == "info" for f in assumed)
+    assert any("taken as 'facebook/opt-125m'" in f.message for f in assumed)
+
+
+def test_compose_entrypoint_list_and_a_model_left_to_the_environment():
+    servers, _ = _servers("napthaai-node/DeepSeek-R1-Distill-Qwen-32B.yml")
+    assert [_view(s) for s in servers] == [("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", None, 2, 131072, 0.98)]
+    assert servers[0].shm_bytes == 0  # ipc: host
+    servers, nu = _servers("sko00o-playground/vllm-docker-compose.yml")  # --model $MODEL, no value in the file
+    assert servers == [] and len(nu) == 1 and "$MODEL" in nu[0].reason
+
+
+def test_a_variable_value_is_left_out_not_an_invalid_flag():
+    # dstack: `--tensor-parallel $DSTACK_GPUS_NUM` is the GPU count dstack sets (resources.gpu MI300X:8)
+    servers, _ = _servers("dstackai-dstack/120b.dstack.yml")
+    assert [_view(s) for s in servers] == [("openai/gpt-oss-120b", 8, 8, None, None)]
+    report = _check_file("dstackai-dstack/120b.dstack.yml")
+    assert "invalid-flag" not in _rules(report) and "parallelism-gpu-mismatch" not in _rules(report)
+
+
+def test_skypilot_accelerators_and_run_block():
+    servers, _ = _servers("skypilot-org-skypilot/kimi-k2.sky.yaml")  # H100:8 x 2 nodes, TP/PP from its env
+    s = servers[0]
+    assert _view(s)[:3] == ("moonshotai/Kimi-K2-Instruct", 8, 8) and s.flags["pipeline_parallel_size"] == 2
+    from configurator.hardware.labels import gpu_from_labels
+
+    assert gpu_from_labels(s.gpu_labels)[0].name == "h100-80gb"
+
+
+def test_engine_arguments_in_any_case_style():
+    # a `vllm serve --config` file in kebab case; Ray Serve LLM engine_kwargs in snake case; camelCase
+    servers, _ = _servers("runpod-workers-worker-vllm/qwen3_8b.yaml")
+    assert [_view(s) for s in servers] == [("Qwen/Qwen3-8B", None, 1, 8192, 0.95)]
+    assert servers[0].flags["kv_cache_dtype"] == "fp8"
+    servers, _ = _servers("anyscale-examples/wide_ep_fault_tolerance-service.yaml")
+    assert _view(servers[0])[:2] == ("microsoft/Phi-tiny-MoE-instruct", 1)
+    docs, _ = parse_text("platform:\n  model: Qwen/Qwen3-8B\n"
+                         "  vllmConfig: {maxModelLen: 4096, gpuMemoryUtilization: 0.8}\n"
+                         "  resources: {accelerators: 'L4:1'}\n", "p.yaml")
+    servers, _ = extract_all(docs)
+    assert [_view(s) for s in servers] == [("Qwen/Qwen3-8B", 1, 1, 4096, 0.8)]
+
+
+def test_yaml_held_in_a_string_is_read_at_its_lines():
+    # Dynamo SDK graph configs in a values string: one server per GPU worker (workers: 2 -> two)
+    rel = "tkestack-tke-ai-playbook/qwen3-32b-dynamo-vllm-pd-values.yaml"
+    servers, _ = _servers(rel)
+    assert [(_view(s)[:3]) for s in servers] == [("/data/models/Qwen/Qwen3-32B", 4, 4)] * 4
+    text = (CORPUS / rel).read_text().splitlines()
+    assert "model: /data/models/Qwen/Qwen3-32B" in text[servers[0].flag_locs["model"].line - 1]
+
+
+def test_github_workflow_steps_and_docker_run():
+    servers, _ = _servers("deepset-ai-haystack-core-integrations/github-workflow-vllm.yml")  # ${{ env.X }} models
+    assert [s.flags.get("model") for s in servers] == ["Qwen/Qwen3-0.6B", "sentence-transformers/all-MiniLM-L6-v2",
+                                                       "BAAI/bge-reranker-base"]
+    assert "unknown-flag" not in _rules(_check_file("deepset-ai-haystack-core-integrations/github-workflow-vllm.yml"))
+    servers, _ = _servers("meta-llama-llama-stack/setup-vllm-action.yml")  # docker run <vllm image> --model ...
+    assert [s.flags.get("model") for s in servers] == ["/root/.cache/Llama-3.2-1B-Instruct"]
+
+
+def test_embedded_objects_go_to_their_plugin():
+    # an OpenShift Template holding a KServe ServingRuntime on /mnt/models: the runtime plugin's finding
+    servers, nu = _servers("opendatahub-io-odh-model-controller/vllm-cuda-template.yaml")
+    assert servers == [] and len(nu) == 1
+    servers, _ = _servers("jkwong888-gke-kueue-dws/llama3-knative-service.yaml")  # a Knative Service's pod
+    assert [s.flags.get("model") for s in servers] == ["meta-llama/Meta-Llama-3.1-8B-Instruct"]
+
+
+def test_mappings_that_merely_look_like_flags_are_not_servers():
+    # expected.yaml's own `flags:` mappings beside a `model:` are not engine arguments
+    docs, _ = load([str(CORPUS / "expected.yaml")])
+    assert extract_all(docs)[0] == []
+    docs, _ = parse_text("defaults:\n  max_model_len: 4096\n  gpu_memory_utilization: 0.9\n", "x.yaml")
+    assert extract_all(docs) == ([], [])
+
+
+# -- item 5: the catalog, labels it lacks, accelerators it does not model -----------------------------------
+
+@pytest.mark.parametrize("label,name", [("NVIDIA-A40", "a40"), ("NVIDIA-A30", "a30"), ("NVIDIA-RTX-A6000", "rtx-a6000"),
+                                        ("NVIDIA-L20", "l20"), ("NVIDIA-H800", "h800"),
+                                        ("NVIDIA-A800-SXM4-80GB", "a800-80gb"), ("NVIDIA-H200-NVL", "h200-nvl"),
+                                        ("NVIDIA-GeForce-RTX-5080", "rtx-5080")])
+def test_new_catalog_gpus_are_found_by_their_gfd_label(label, name):
+    report = _check(deployment(["--model", "Qwen/Qwen3-0.6B"], label=label))
+    assert report.servers[0].gpu == name and report.servers[0].verdict != "not-checked"
+
+
+def test_amd_gpus_by_name():
+    from configurator.hardware.catalog import find_gpu
+
+    assert find_gpu("mi250").total_bytes == 68702699520  # rocm-smi per GCD
+    assert find_gpu("AMD Instinct MI355X").compute_capability == "gfx950"
+
+
+def test_a_label_the_catalog_lacks_is_named():
+    report = _check(deployment(["--model", "Qwen/Qwen3-0.6B"], label="NVIDIA-A16"))
+    f = next(f for f in report.findings if f.rule == "gpu-type-unknown")
+    assert f.message.startswith("GPU NVIDIA-A16 is not in the catalog; map it in the config's gpus: or pass "
+                                "--gpu-memory") and "no GPU type given" not in f.message
+    assert f.line == 7  # the nodeSelector that names it
+
+
+@pytest.mark.parametrize("resource", ["google.com/tpu", "habana.ai/gaudi"])
+def test_tpu_and_gaudi_are_not_judged_as_gpus(resource):
+    text = deployment(["--model", "Qwen/Qwen3-0.6B", "--tensor-parallel-size", "8"], label=None, shm="1Gi")
+    text = text.replace("nvidia.com/gpu: 1", f"{resource}: 4")
+    report = _check(text)
+    rules = _rules(report)
+    assert "accelerator-not-modelled" in rules and "gpu-type-unknown" not in rules
+    assert report.servers[0].catalog is None and report.servers[0].verdict == "not-checked"
+    assert not [f for f in report.findings if f.severity == "error"]

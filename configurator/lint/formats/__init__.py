@@ -55,7 +55,7 @@ NO_SERVER_KINDS = frozenset({
     "ServiceMonitor", "PodMonitor", "PrometheusRule", "PriorityClass", "ResourceQuota", "LimitRange", "Endpoints",
     "EndpointSlice", "CustomResourceDefinition", "APIService", "ValidatingWebhookConfiguration",
     "MutatingWebhookConfiguration", "InferencePool", "InferenceModel", "InferenceObjective", "Certificate",
-    "Issuer", "ScaledObject", "VerticalPodAutoscaler",
+    "Issuer", "ScaledObject", "VerticalPodAutoscaler", "Kustomization", "Component",
 })
 MENTION_BUDGET = 200_000  # nodes looked at when asking whether an object mentions vLLM
 
@@ -101,6 +101,23 @@ def mentions_vllm(data: object, budget: int = MENTION_BUDGET) -> bool:
     return False
 
 
+def discoverable(data: dict) -> bool:
+    """Whether the generic discovery pass (configurator/lint/discover.py) reads a document no plugin recognised:
+    anything that mentions vLLM, except objects that never run a server (a Service, a ConfigMap that a pod may
+    read as --config)."""
+    kind = data.get("kind")
+    if kind == "Service" and str(data.get("apiVersion", "")).startswith("serving.knative.dev/"):
+        return mentions_vllm(data)  # a Knative Service runs a pod template (spec.template.spec.containers)
+    if isinstance(kind, str) and (kind in NO_SERVER_KINDS or kind in ("ConfigMap", "List")):
+        return False
+    if kind is None:  # a `vllm serve --config` file names no vLLM: its keys are vLLM's engine arguments
+        from configurator.lint.discover import engine_args
+
+        if engine_args(data):
+            return True
+    return mentions_vllm(data)
+
+
 def dispatch(docs: list[Document]):
     """Every document to the first format that recognises it: (servers, not-understood objects)."""
     from configurator.lint.extract import Inputs, NotUnderstood, identity
@@ -119,6 +136,10 @@ def dispatch(docs: list[Document]):
             fmt = next((f for f in formats() if f.recognise(obj)), None)
             if fmt is not None:
                 found = fmt.extract(obj, inputs)
+            elif discoverable(doc.data):  # no plugin knows it: the generic pass reads what it can
+                from configurator.lint.discover import discover
+
+                found = discover(obj, inputs, doc.data.get("kind") if isinstance(doc.data.get("kind"), str) else "")
         except Exception as e:  # a bug in one format must not cost the other objects
             failure, found = f"internal error reading this object ({type(e).__name__}): not checked", []
         servers += found
@@ -161,6 +182,6 @@ def dispatch(docs: list[Document]):
             reason = (f"a {kind} that mentions vLLM, but not a format check reads" if kind else
                       "an object without a kind that mentions vLLM, but not a format check reads")
         else:
-            reason = f"a {kind} that mentions vLLM, but no vLLM server container was found in it"
+            reason = f"a {kind or fmt.name + ' file'} that mentions vLLM, but no vLLM server was found in it"
         out.append(NotUnderstood(obj.loc(), kind, name, reason))
     return servers, out

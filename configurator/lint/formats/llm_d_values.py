@@ -88,7 +88,9 @@ def _server(obj: Node, role: Node, name: str) -> Server | None:
         s.dp_local = s.dp_local or dpl
     art = obj.mapping("modelArtifacts")
     if art is not None:
-        set_model(s, model_from_uri(art.str("uri")) or art.str("name"), art.loc("uri"))
+        uri = model_from_uri(art.str("uri"))
+        uri = None if uri and "{{" in uri else uri  # `hf://"{{ .Values.modelArtifacts.name }}"`: the chart's tpl
+        set_model(s, uri or art.str("name"), art.loc("uri" if uri else "name"))
     pod_scheduling(s, role)
     container_facts(s, role, c)
     if s.gpu_count is None and (obj.str("accelerator", "type") or "nvidia") != "cpu":
