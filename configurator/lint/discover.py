@@ -709,3 +709,27 @@ def dynamo_sdk(obj: Node, path: tuple, env: dict[str, str], kind: str) -> list[S
                 set_gpu_count(s, _int(gpu.value), gpu.loc())
                 out.append(s)
     return out
+
+
+# What says "vLLM runs here" (not merely "vLLM is named here"): a vLLM command line, a vLLM image, a mapping of
+# engine arguments, or a key that configures a vLLM server. A Service named vllm, a ConfigMap of router
+# settings, a .pre-commit-config.yaml hook or a README string name vLLM without deploying it.
+_IMAGE_KEYS = frozenset({"image", "repository", "image_id", "imagename", "image_name", "base_image", "from"})
+_NOT_VLLM_IMAGE = re.compile(r"configurator|router|gateway|proxy|exporter", re.I)  # named after vLLM, not vLLM
+_SERVER_KEYS = frozenset({"engine_kwargs", "vllm_config", "vllmconfig", "engine_args", "vllm_args", "vllmargs",
+                          "servingengine", "serving_engine_spec", "servingenginespec"})
+
+
+def deploys_vllm(data: object, budget: int = MAX_NODES) -> bool:
+    """Whether a document deploys a vLLM server (see above), as far as a bounded walk can tell."""
+    for path, v in _walk(data, budget):
+        if isinstance(v, str):
+            if VLLM_COMMAND.search(v) or (path and isinstance(path[-1], str) and path[-1].lower() in _IMAGE_KEYS
+                                          and "vllm" in v.lower() and not _NOT_VLLM_IMAGE.search(v)):
+                return True
+        elif isinstance(v, dict):
+            if any(isinstance(k, str) and k.lower() in _SERVER_KEYS for k in v) or engine_args(v):
+                return True
+        elif isinstance(v, list) and v and all(isinstance(x, str) for x in v[:3]) and _is_argv(v):
+            return True
+    return False

@@ -396,6 +396,21 @@ def _mentions_vllm(data: Any) -> bool:
     return False
 
 
+def _may_deploy(data: Any, read: bool) -> bool:
+    """Whether a document that mentions vLLM may deploy it: never a Service, Ingress, RBAC object ... (it only
+    names it); a ConfigMap or an object without a kind only when it holds a vLLM command, image or engine
+    arguments, or a server reads it (a .pre-commit-config.yaml hook, a router's ConfigMap only name vLLM)."""
+    from configurator.lint.discover import deploys_vllm
+    from configurator.lint.formats import NO_SERVER_KINDS
+
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if isinstance(kind, str) and kind in NO_SERVER_KINDS:
+        return read
+    if kind is None or kind == "ConfigMap":
+        return read or deploys_vllm(data)
+    return True
+
+
 def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[str, list[str]] | None = None) -> None:
     """A file that mentions vLLM but yielded neither a server nor a finding gets one note, so nothing that names
     vLLM passes in silence: read-by-server when a server of another file read it (`read`: file -> the servers
@@ -404,7 +419,7 @@ def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[s
     read = read or {}
     spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed}
     for d in docs:
-        if d.file in spoken or not _mentions_vllm(d.data):
+        if d.file in spoken or not _mentions_vllm(d.data) or not _may_deploy(d.data, d.file in read):
             continue
         spoken.add(d.file)
         if d.file in read:

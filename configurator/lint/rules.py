@@ -323,6 +323,30 @@ def _preempt(ctx: Context) -> Iterator[Hit]:
                   f"'{w.name}' runs {w.concurrency} at once", ctx.server.flag_loc("max_num_seqs"))
 
 
+@rule("context-below-workload", "max_model_len below the workload's requests", "warning",
+      "With --workload, the server's max_model_len (its own or the one vLLM derives) is compared with the "
+      "workload's typical request (prompt + output tokens) and its longest (max_context_tokens): vLLM rejects a "
+      "request longer than max_model_len with HTTP 400 (its OpenAI server's \"This model's maximum context length is "
+      "N tokens\" error), so those requests fail, not slow down.",
+      "Raise --max-model-len to the workload's longest request (with the KV cache to hold it), or serve the "
+      "long requests elsewhere.")
+def _context_below_workload(ctx: Context) -> Iterator[Hit]:
+    w = ctx.workload
+    if w is None:
+        return
+    flags = getattr(ctx.estimate, "flags", None) or ctx.server.flags
+    mml = flags.get("max_model_len")
+    if not isinstance(mml, int) or isinstance(mml, bool) or mml <= 0:
+        return
+    loc = ctx.server.flag_loc("max_model_len")
+    if w.typical_tokens > mml:
+        yield Hit(f"max_model_len {mml:,} is below the workload '{w.name}''s typical request of {w.typical_tokens:,} "
+                  f"tokens (longest {w.max_context_tokens:,}): vLLM rejects those requests", loc)
+    elif w.max_context_tokens > mml:
+        yield Hit(f"max_model_len {mml:,} is below the workload '{w.name}''s longest request of "
+                  f"{w.max_context_tokens:,} tokens: vLLM rejects those requests", loc)
+
+
 @rule("shm-missing", "No /dev/shm for tensor parallelism", "warning",
       "Tensor-parallel ranks in one pod exchange data through NCCL's shared-memory transport; the container "
       "default /dev/shm of 64 MiB makes NCCL fail or fall back.",

@@ -236,3 +236,39 @@ def test_tpu_and_gaudi_are_not_judged_as_gpus(resource):
     assert "accelerator-not-modelled" in rules and "gpu-type-unknown" not in rules
     assert report.servers[0].catalog is None and report.servers[0].verdict == "not-checked"
     assert not [f for f in report.findings if f.severity == "error"]
+
+
+# -- item 6: the noise items ----------------------------------------------------------------------------------
+
+def test_objects_that_merely_name_vllm_say_nothing():
+    # a Service and a router's ConfigMap that name vLLM; this repository's own webhook chart values (its image is
+    # vllm-configurator) and pre-commit hooks: none deploys vLLM, so none is not-understood
+    text = ("apiVersion: v1\nkind: Service\nmetadata: {name: vllm}\nspec: {selector: {app: vllm}}\n---\n"
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: router}\ndata: {backend: 'http://vllm:8000'}\n")
+    assert _check(text).findings == []
+    docs, problems = load([str(ROOT / "charts/vllm-configurator-webhook/values.yaml"),
+                           str(ROOT / ".pre-commit-hooks.yaml")])
+    report = evaluate(docs, problems, Options())
+    assert [f for f in report.findings if f.rule == "not-understood"] == []
+
+
+def test_a_config_map_that_holds_a_vllm_command_is_still_reported():
+    text = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: start}\n"
+            "data: {run.sh: 'vllm serve Qwen/Qwen3-8B --max-model-len 4096'}\n")
+    assert _rules(_check(text)) == ["not-understood"]
+
+
+def test_not_understood_once_per_file():
+    text = "a: {image: vllm/vllm-openai:v0.9.0}\n---\nb: {image: vllm/vllm-openai:v0.9.0}\n"
+    report = _check(text)
+    assert _rules(report) == ["not-understood"] and report.summary.not_understood == 1
+
+
+@pytest.mark.parametrize("mml,want", [("32768", "typical request of 33,792"), ("65536", "longest request of 131,072"),
+                                      ("131072", None)])
+def test_long_context_workload_checks_max_model_len(mml, want):
+    report = _check(deployment(["--model", "Qwen/Qwen3-8B", "--max-model-len", mml], label="NVIDIA-H100-80GB-HBM3"),
+                    workload="long-context")
+    hits = [f for f in report.findings if f.rule == "context-below-workload"]
+    assert [want in f.message for f in hits] == ([True] if want else [])
+    assert all(f.severity == "warning" and f.line == 13 for f in hits)

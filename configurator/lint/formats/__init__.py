@@ -120,8 +120,11 @@ def discoverable(data: dict) -> bool:
 
 def dispatch(docs: list[Document]):
     """Every document to the first format that recognises it: (servers, not-understood objects)."""
+    from configurator.lint.discover import deploys_vllm
     from configurator.lint.extract import Inputs, NotUnderstood, identity
     from configurator.lint.shape import Node, describe, dotted
+
+    generic_said: set[str] = set()
 
     inputs = Inputs.of(docs)
     servers = []
@@ -150,7 +153,7 @@ def dispatch(docs: list[Document]):
             if obj.doc.prefix[:1] == ("items",):  # an item of a `kind: List` that is not an object
                 out.append(NotUnderstood(obj.loc(), "List", "", f"{dotted(obj.doc.prefix)}: expected an object, got "
                                          f"{describe(obj.value)}: ignored"))
-            elif mentions_vllm(obj.value):
+            elif deploys_vllm(obj.value):
                 out.append(NotUnderstood(obj.loc(), "", "", "mentions vLLM, but the document is a "
                                          f"{'list' if isinstance(obj.value, list) else 'scalar'}, not an object"))
             continue
@@ -176,6 +179,12 @@ def dispatch(docs: list[Document]):
         out += [NotUnderstood(n.loc, kind, name, n.message) for n in obj.notes]
         if found or len(obj.notes):
             continue
+        if (fmt is None or kind == "ConfigMap") and not deploys_vllm(obj.value):
+            continue  # names vLLM (a router's settings, a hook, a URL) but deploys none: not our business
+        if fmt is None and obj.doc.file in generic_said:
+            continue  # once per file
+        if fmt is None:
+            generic_said.add(obj.doc.file)
         if kind == "ConfigMap":
             reason = "a ConfigMap that mentions vLLM, but no server in this input reads it (--config)"
         elif fmt is None:
