@@ -315,6 +315,13 @@ def engine_args(v: dict) -> bool:
     return len(keys & dests) >= 2 and bool(keys & DISTINCTIVE)
 
 
+def engine_mapping(path: tuple, v: dict) -> bool:
+    """Engine arguments that configure a server: beside a model, or under a key that says so (engine_kwargs,
+    vllmConfig ...); a `flags:` mapping of a test's expectations is not one."""
+    return engine_args(v) and (any(isinstance(k, str) and snake(k) == "model" for k in v) or bool(
+        path and isinstance(path[-1], str) and _ENGINE_KEY.search(path[-1])))
+
+
 def _walk(root: object, budget: int = MAX_NODES):
     """(path, value) of every node, parents first; a candidate's subtree is skipped by the caller's `skip`."""
     stack: list[tuple[tuple, object]] = [((), root)]
@@ -379,8 +386,7 @@ def discover(obj: Node, inputs: Inputs, kind: str = "") -> list[Server]:
                     c.get("image") or c.get("command") or c.get("args")) for c in v["containers"]):
                 found.append(Found(path, "pod", {}))
                 skip = path
-            elif engine_args(v) and (any(isinstance(k, str) and snake(k) == "model" for k in v) or (
-                    path and isinstance(path[-1], str) and _ENGINE_KEY.search(path[-1]))):
+            elif engine_mapping(path, v):
                 found.append(Found(path, "kwargs", {}))
                 skip = path
         elif isinstance(v, list):
@@ -418,6 +424,12 @@ def discover(obj: Node, inputs: Inputs, kind: str = "") -> list[Server]:
             got = [s] if s is not None else []
         for s in got:
             apply_hints(s, hints, f.path)
+            if platform.get("SKYPILOT_NUM_NODES", "1") != "1" and s.gpu_count is not None:
+                s.pods = int(platform["SKYPILOT_NUM_NODES"])  # num_nodes machines run one server together
+            if f.path[-1:] == ("engine_kwargs",):
+                # Ray Serve LLM runs each data-parallel rank as its own replica with its own placement bundle
+                # (ray python/ray/llm/_internal/serve/.../data_parallel/dp_server.py, DPServer)
+                s.dp_ranked = True
         servers += got
     if not servers:
         for path, text in nested:
@@ -728,7 +740,7 @@ def deploys_vllm(data: object, budget: int = MAX_NODES) -> bool:
                                           and "vllm" in v.lower() and not _NOT_VLLM_IMAGE.search(v)):
                 return True
         elif isinstance(v, dict):
-            if any(isinstance(k, str) and k.lower() in _SERVER_KEYS for k in v) or engine_args(v):
+            if any(isinstance(k, str) and k.lower() in _SERVER_KEYS for k in v) or engine_mapping(path, v):
                 return True
         elif isinstance(v, list) and v and all(isinstance(x, str) for x in v[:3]) and _is_argv(v):
             return True
