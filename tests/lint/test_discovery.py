@@ -43,6 +43,16 @@ def test_llmisvc_data_parallel_expert_group_is_not_a_gpu_mismatch():
     assert s.flags.get("enable_expert_parallel") is True
 
 
+def test_llmisvc_dp_32_ep_on_4_pods_of_8_gpus():
+    # issue 26's case: data 32, dataLocal 8, expert: 4 pods of 8 GPUs serve one replica
+    text = (CORPUS / "kserve-kserve/llmisvc-dp-ep-multi-qwen-gpu-simple.yaml").read_text()
+    text = text.replace("data: 16", "data: 32")
+    docs, _ = parse_text(text, "x.yaml")
+    s = extract_all(docs)[0][0]
+    assert (s.flags["data_parallel_size"], s.dp_local, s.pods, s.gpu_count) == (32, 8, 4, 8)
+    assert "parallelism-gpu-mismatch" not in _rules(evaluate(docs, [], Options()))
+
+
 def test_llmisvc_data_parallel_with_too_few_gpus_is_still_an_error():
     text = (CORPUS / "kserve-kserve/llmisvc-dp-ep-multi-qwen-gpu-simple.yaml").read_text()
     text = text.replace('nvidia.com/gpu: "8"', 'nvidia.com/gpu: "4"')
