@@ -528,12 +528,23 @@ def from_vllm(tokens: list[Token] | None) -> list[Token] | None:
     words = [t.text for t in tokens]
     for i, w in enumerate(words):
         base = w.rsplit("/", 1)[-1]
-        if base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve":
-            return tokens[i:]
-        if base.startswith("python") and i + 2 < len(words) and words[i + 1] == "-m" and (
-                words[i + 2].startswith("vllm.entrypoints") or words[i + 2] == "dynamo.vllm"):
-            return tokens[i:]
+        start = base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve" or (
+            base.startswith("python") and i + 2 < len(words) and words[i + 1] == "-m" and (
+                words[i + 2].startswith("vllm.entrypoints") or words[i + 2] == "dynamo.vllm"))
+        if start:
+            # prose that names the command ("Run vllm serve to start it") is not a command line
+            return tokens[i:] if all(_launcher(x) for x in words[:i]) else None
     return tokens
+
+
+# Words that may come before vLLM on a command line: launchers, their options, VAR=value assignments.
+_LAUNCHERS = frozenset({"nohup", "exec", "env", "sudo", "time", "uv", "run", "hatch", "poetry", "pipenv", "conda",
+                        "micromamba", "pixi", "srun", "mpirun", "taskset", "numactl", "stdbuf", "timeout", "nice",
+                        "ionice", "setsid", "--", "-m", "bash", "sh", "-c", "source", "apptainer", "singularity"})
+
+
+def _launcher(word: str) -> bool:
+    return word in _LAUNCHERS or word.startswith("-") or "=" in word or "/" in word or word.isdigit()
 
 
 def _known_only(tokens: list[Token]) -> tuple[list[Token], list[tuple[str, str]]]:

@@ -197,6 +197,13 @@ def test_github_workflow_steps_and_docker_run():
     assert [s.flags.get("model") for s in servers] == ["/root/.cache/Llama-3.2-1B-Instruct"]
 
 
+def test_prose_that_names_the_command_is_not_a_server():
+    docs, _ = parse_text("description: 'Run vllm serve Qwen/Qwen3-8B to start it'\n", "x.yaml")
+    assert extract_all(docs)[0] == []
+    docs, _ = parse_text("run: |\n  CUDA_VISIBLE_DEVICES=0,1 nohup uv run vllm serve Qwen/Qwen3-8B -tp 2 &\n", "x.yaml")
+    assert [s.flags for s in extract_all(docs)[0]] == [{"model": "Qwen/Qwen3-8B", "tensor_parallel_size": 2}]
+
+
 def test_embedded_objects_go_to_their_plugin():
     # an OpenShift Template holding a KServe ServingRuntime on /mnt/models: the runtime plugin's finding
     servers, nu = _servers("opendatahub-io-odh-model-controller/vllm-cuda-template.yaml")
