@@ -528,7 +528,7 @@ def from_vllm(tokens: list[Token] | None) -> list[Token] | None:
     words = [t.text for t in tokens]
     for i, w in enumerate(words):
         base = w.rsplit("/", 1)[-1]
-        start = base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve" or (
+        start = (base == "vllm" and i + 1 < len(words) and words[i + 1] == "serve") or (
             base.startswith("python") and i + 2 < len(words) and words[i + 1] == "-m" and (
                 words[i + 2].startswith("vllm.entrypoints") or words[i + 2] == "dynamo.vllm"))
         if start:
