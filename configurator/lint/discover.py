@@ -101,7 +101,7 @@ DISTINCTIVE = frozenset({"max_model_len", "gpu_memory_utilization", "tensor_para
                          "speculative_config", "compilation_config", "limit_mm_per_prompt", "enable_lora"})
 GPU_COUNT_KEYS = ("num_gpus", "gpu_count", "gpus", "num_gpu", "gpus_per_node", "gpu_num", "ngpus", "n_gpus")
 GPU_NAME_KEYS = ("accelerators", "accelerator", "gpu", "gpu_type", "accelerator_type", "gpu_model", "gpu_name",
-                 "instance_type", "gpus")
+                 "gpus")
 ENV_KEYS = ("env", "envs", "environment", "env_vars", "variables")
 _YAMLISH = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*[\w.-]+:(?:\s|$)")  # a string that starts as a YAML mapping
 # the key of a mapping of engine arguments: engine_kwargs (Ray Serve LLM), vllmConfig (production-stack),
@@ -200,7 +200,7 @@ def _spec(text: str) -> tuple[str, int | None]:
 
 
 def _hints_at(path: tuple, key: str, v: object, loc: Loc) -> Hint | None:
-    from configurator.hardware.labels import INSTANCE_KEYS, NAME_KEYS, OTHER_ACCELERATOR_RESOURCES
+    from configurator.hardware.labels import INSTANCE_KEYS, NAME_KEYS, OTHER_ACCELERATOR_RESOURCES, gpu_from_labels
 
     if key in GPU_RESOURCES or key.startswith("nvidia.com/mig-"):
         n = _int(v)
@@ -214,6 +214,9 @@ def _hints_at(path: tuple, key: str, v: object, loc: Loc) -> Hint | None:
     if key in ("ray.io/accelerator-type", "accelerator_type") and isinstance(v, str) and v.strip():
         return Hint(path, loc, names=(v.strip(),))  # Ray's node label / Ray Serve accelerator_type: `L4`, `A10G`
     k = snake(key)
+    if k in ("instance_type", "machine_type", "vm_size", "node_type", "instance") and isinstance(v, str) and \
+            gpu_from_labels({INSTANCE_KEYS[0]: [v]})[0] is not None:  # g6.24xlarge, a3-highgpu-8g, Standard_ND96...
+        return Hint(path, loc, label=(INSTANCE_KEYS[0], v))
     if (k in GPU_COUNT_KEYS or k == "gpu") and _int(v) is not None:  # Ray resources {GPU: 4}, bundles [{GPU: 1}]
         return Hint(path, loc, count=_int(v))
     if k in GPU_NAME_KEYS:

@@ -188,6 +188,13 @@ def test_yaml_held_in_a_string_is_read_at_its_lines():
     assert "model: /data/models/Qwen/Qwen3-32B" in text[servers[0].flag_locs["model"].line - 1]
 
 
+def test_instance_type_names_the_gpu():
+    docs, _ = parse_text("cluster:\n  instance_type: g6e.12xlarge\n  run: vllm serve Qwen/Qwen3-8B\n", "x.yaml")
+    from configurator.hardware.labels import gpu_from_labels
+
+    assert gpu_from_labels(extract_all(docs)[0][0].gpu_labels)[0].name == "l40s"
+
+
 def test_github_workflow_steps_and_docker_run():
     servers, _ = _servers("deepset-ai-haystack-core-integrations/github-workflow-vllm.yml")  # ${{ env.X }} models
     assert [s.flags.get("model") for s in servers] == ["Qwen/Qwen3-0.6B", "sentence-transformers/all-MiniLM-L6-v2",
