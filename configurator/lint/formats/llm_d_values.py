@@ -81,7 +81,8 @@ def _server(obj: Node, role: Node, name: str) -> Server | None:
         at = role.loc("parallelism") if role.mapping("parallelism") is not None else c.loc()
         derived = [("--tensor-parallel-size", tensor), ("--data-parallel-size", dp),
                    ("--data-parallel-size-local", dpl)]
-        argv = [Token(t, at) for opt, n in derived if n > 1 for t in (opt, str(n))] + argv
+        given = {t.text.partition("=")[0] for t in argv}  # the user's own (later, so they win) are not repeated
+        argv = [Token(t, at) for opt, n in derived if n > 1 and opt not in given for t in (opt, str(n))] + argv
     apply_tokens(s, argv)
     parallel_facts(s, argv)
     if command != "custom" and dpl > 1:
