@@ -11,6 +11,12 @@ reads (docker compose, SkyPilot, Ray Serve config, a platform's own file, YAML h
   to a model (Ray Serve LLM `engine_kwargs`, production-stack `vllmConfig`, a platform's `vllm:` block);
 - the GPU type and count from any hint it can read: resource names (`nvidia.com/gpu: 2`), `H100:8`-style specs
   (SkyPilot `accelerators`), accelerator / instance / GPU-type names, docker compose device reservations.
+
+Plugins then refine (formats/compose.py reads docker compose as such, and every controller plugin reads its own
+kind); `deploys_vllm` tells a file that deploys vLLM (and must never pass in silence) from one that only names
+it. Three small adapters live here until the shell-arguments work covers every format: `expand_vars` (a file's
+own variables and `${VAR:-default}`), `from_vllm` (launchers before the command) and `_known_only` (options
+whose value stays a variable are left out). docs/formats.md describes the whole.
 """
 
 from __future__ import annotations
@@ -343,8 +349,7 @@ class Found:
     """One vLLM server discovery found, before it becomes a Server."""
 
     path: tuple
-    how: str  # pod, command, argv, kwargs
-    env: dict[str, str]
+    how: str  # pod, command, argv, kwargs, docker, dynamo-sdk
 
 
 def _name(obj: Node) -> str:
@@ -383,18 +388,18 @@ def discover(obj: Node, inputs: Inputs, kind: str = "") -> list[Server]:
                 skip = path
             elif isinstance(v.get("Common"), dict) and any(isinstance(x, dict) and "common-configs" in x
                                                             for x in v.values()):
-                found.append(Found(path, "dynamo-sdk", {}))
+                found.append(Found(path, "dynamo-sdk"))
                 skip = path
             elif isinstance(v.get("containers"), list) and any(isinstance(c, dict) and (
                     c.get("image") or c.get("command") or c.get("args")) for c in v["containers"]):
-                found.append(Found(path, "pod", {}))
+                found.append(Found(path, "pod"))
                 skip = path
             elif engine_mapping(path, v):
-                found.append(Found(path, "kwargs", {}))
+                found.append(Found(path, "kwargs"))
                 skip = path
         elif isinstance(v, list):
             if _is_argv(v):
-                found.append(Found(path, "argv", {}))
+                found.append(Found(path, "argv"))
                 skip = path
             elif path and isinstance(path[-1], str) and snake(path[-1]) in GPU_NAME_KEYS:
                 for i, x in enumerate(v):  # gpus: [H100:8]
@@ -403,9 +408,9 @@ def discover(obj: Node, inputs: Inputs, kind: str = "") -> list[Server]:
                         hints.append(h)
         elif isinstance(v, str):
             if VLLM_COMMAND.search(v):
-                found.append(Found(path, "command", {}))
+                found.append(Found(path, "command"))
             elif DOCKER_RUN.search(v) and "vllm" in v.lower():
-                found.append(Found(path, "docker", {}))
+                found.append(Found(path, "docker"))
             elif "\n" in v and len(v) < MAX_NESTED and len(nested) < 64 and _YAMLISH.match(v):
                 nested.append((path, v))
     servers: list[Server] = []
