@@ -80,7 +80,7 @@ def _diff(want: dict, got: dict) -> list[str]:
 
 
 def evaluate_file(rel: str, want: dict) -> FileResult:
-    from configurator.lint.extract import extract_all
+    from configurator.lint.find import extract_all
     from configurator.lint.render import RULE, Tools, load_paths
 
     docs, problems = load_paths([str(CORPUS / rel)], tools=Tools(None, None))

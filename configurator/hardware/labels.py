@@ -58,6 +58,26 @@ def _one(key: str, value: str) -> GPU | None:
     return None
 
 
+# Node labels and resources of accelerators that are not GPUs the memory model knows (TPU, Gaudi, Trainium /
+# Inferentia): a pod that selects them runs vLLM's TPU / HPU / Neuron backends, never judged as an NVIDIA GPU.
+# Keys: GKE TPU node labels (cloud.google.com/gke-tpu-accelerator), the Habana and AWS Neuron device plugins.
+OTHER_ACCELERATOR_LABELS = ("cloud.google.com/gke-tpu-accelerator", "cloud.google.com/gke-tpu-topology")
+OTHER_ACCELERATOR_RESOURCES = ("google.com/tpu", "habana.ai/gaudi", "aws.amazon.com/neuron",
+                               "aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice")
+
+
+def unknown_gpu_label(labels: dict[str, list[str]]) -> str | None:
+    """The GPU a node label names that the catalog lacks (`nvidia.com/gpu.product=NVIDIA-A16` -> 'NVIDIA-A16'),
+    or an instance type that names no catalog GPU; None when a label names a catalog GPU or none names a GPU."""
+    if gpu_from_labels(labels)[0] is not None:
+        return None
+    for key in (*NAME_KEYS, *INSTANCE_KEYS):
+        for v in labels.get(key, []):
+            if v.strip():
+                return v.strip() if key in NAME_KEYS else f"{v.strip()} (instance type)"
+    return None
+
+
 def gpu_from_labels(labels: dict[str, list[str]]) -> tuple[GPU | None, str]:
     """(GPU, the label that said so); the smallest when several values are allowed."""
     for keys in (NAME_KEYS, INSTANCE_KEYS, MEMORY_KEYS):

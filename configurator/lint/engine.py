@@ -19,7 +19,8 @@ from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
 from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.config import LintConfig, Settings
-from configurator.lint.extract import ANNOTATION_PREFIX, Server, extract_all, image_release, ngc_tag
+from configurator.lint.extract import ANNOTATION_PREFIX, Server, image_release, ngc_tag
+from configurator.lint.find import extract_all
 from configurator.lint.load import Document, Problem
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
 from configurator.model.resolver import manifest_model
@@ -364,6 +365,21 @@ def _mentions_vllm(data: Any) -> bool:
     return False
 
 
+def _may_deploy(data: Any, read: bool) -> bool:
+    """Whether a document that mentions vLLM may deploy it: never a Service, Ingress, RBAC object ... (it only
+    names it); a ConfigMap or an object without a kind only when it holds a vLLM command, image or engine
+    arguments, or a server reads it (a .pre-commit-config.yaml hook, a router's ConfigMap only name vLLM)."""
+    from configurator.lint.discover import deploys_vllm
+    from configurator.lint.formats import NO_SERVER_KINDS
+
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if isinstance(kind, str) and kind in NO_SERVER_KINDS:
+        return read
+    if kind is None or kind == "ConfigMap":
+        return read or deploys_vllm(data)
+    return True
+
+
 def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[str, list[str]] | None = None) -> int:
     """A file that mentions vLLM but yielded neither a server nor a finding gets one note, so nothing that names
     vLLM passes in silence: read-by-server when a server of another file read it (`read`: file -> the servers
@@ -373,7 +389,7 @@ def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[s
     unread = 0
     spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed}
     for d in docs:
-        if d.file in spoken or not _mentions_vllm(d.data):
+        if d.file in spoken or not _mentions_vllm(d.data) or not _may_deploy(d.data, d.file in read):
             continue
         spoken.add(d.file)
         if d.file in read:
@@ -493,7 +509,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                 version = behaviour("latest").version
             result, est_error, typical, catalog = None, None, None, None
             flags = _estimate_flags(s)
-            if model is not None and gpu is not None:
+            if model is not None and gpu is not None and not s.parallel_unresolved:
                 used = 0
                 if s.annotations.get(USED_ANNOTATION):
                     try:
@@ -511,7 +527,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                         "max_num_seqs": result.flags["max_num_seqs"],
                         "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
                     typical = int(probe.kv_cache.max_concurrency)
-            elif model is not None and gpu is None and opts.catalog:
+            elif model is not None and gpu is None and opts.catalog and not s.accelerator and not s.parallel_unresolved:
                 try:
                     catalog = _catalog_fit(model, version, flags, catalog_cache)
                 except InputError as e:

@@ -24,7 +24,7 @@ from configurator.errors import InputError
 from configurator.hardware.labels import gpu_from_labels
 from configurator.k8s_quantity import QuantityError, quantity_bytes
 from configurator.lint.inputs import Inputs, NotUnderstood, identity  # the formats import them from here too
-from configurator.lint.load import Document, Loc
+from configurator.lint.load import Loc
 from configurator.lint.shape import MAX_BYTES, MAX_INT, Node, ShapeNote, describe
 from configurator.vllm.flags import (
     BY_DEST,
@@ -166,6 +166,15 @@ class Server:
     flags_release: str | None = None  # the release whose argument parser read the command (None: newest)
     sources: list[str] = field(default_factory=list)  # other files it was built from (its runtime, a ConfigMap)
     basis: dict[str, str] = field(default_factory=dict)
+    # data parallelism as the server's own ranks see it (configurator/lint/discover.py reads it): the ranks this
+    # pod runs (--data-parallel-size-local, a controller's dataLocal), and whether each pod is one rank of a
+    # larger group (--data-parallel-rank / --data-parallel-start-rank: external load balancing or multi-node)
+    dp_local: int | None = None
+    dp_ranked: bool = False
+    gpu_count_source: str = "resources"  # where gpu_count came from ("resources" or the controller that derives it)
+    parallel_unresolved: set[str] = field(default_factory=set)  # parallel sizes written as $VAR, $(( )): not judged
+    accelerator: str | None = None  # a TPU / Gaudi / Neuron resource or label: not a GPU the memory model knows
+    assumed: list[tuple[str, Loc]] = field(default_factory=list)  # values taken at a default (${VAR:-default})
 
     def flag_loc(self, dest: str) -> Loc:
         return self.flag_locs.get(dest, self.loc)
@@ -917,9 +926,14 @@ def pod_scheduling(server: Server, pod: Node) -> None:
 
 
 def gpu_request(server: Server, c: Node) -> None:
-    """The GPUs a container requests (limits first, then requests)."""
+    """The GPUs a container requests (limits first, then requests); a TPU / Gaudi / Neuron request is
+    recorded as the server's accelerator (not a GPU the memory model knows)."""
+    from configurator.hardware.labels import OTHER_ACCELERATOR_LABELS, OTHER_ACCELERATOR_RESOURCES
+
     for section in ("limits", "requests"):
         for k, v in c.entries("resources", section):
+            if k in OTHER_ACCELERATOR_RESOURCES and server.accelerator is None:
+                server.accelerator = k
             if k in GPU_RESOURCES or k.startswith("nvidia.com/mig-"):
                 count = v.int(hi=MAX_GPUS)
                 if count is None:
@@ -929,6 +943,9 @@ def gpu_request(server: Server, c: Node) -> None:
                 server.gpu_loc = v.loc()
         if server.gpu_count is not None:
             break
+    for key in OTHER_ACCELERATOR_LABELS:
+        if key in server.gpu_labels and server.accelerator is None:
+            server.accelerator = f"{key}={server.gpu_labels[key][0] if server.gpu_labels[key] else ''}"
 
 
 def probe_budget(probe: Node) -> int | None:
@@ -1000,6 +1017,16 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
     if tokens is None:
         return None
     apply_tokens(s, tokens)
+    from configurator.lint.parallel import parallel_facts
+
+    parallel_facts(s, tokens)
+    model = str(s.flags.get("model", ""))
+    if not model:  # `--model /gcs/$(MODEL_ID)` left out as unresolved (Server.unresolved): the model is not known
+        model = next((value for name, value, _ in s.unresolved if name == "--model" and re.search(r"\$\(\w+\)", value)),
+                     "")
+    if re.search(r"\$\(\w+\)", model):  # `--model /gcs/$(MODEL_ID)`: Kubernetes found no such env in the pod
+        c.note(c.path, f"runs vLLM, but its model is '{model}', a variable the pod does not set: nothing was checked")
+        return None
     if "config" not in s.flags:
         for t, nxt in itertools.pairwise(tokens):
             if t.text == "--config":
@@ -1049,23 +1076,4 @@ def pod_servers(obj: Node, pod: Node, inputs: Inputs, *, kind: str, pods: int = 
 
 # -- the dispatch ---------------------------------------------------------------------------------
 
-def extract_all(docs: list[Document], assumed_release: str | None = None) -> tuple[list[Server], list[NotUnderstood]]:
-    """Every vLLM server in the documents, in input order, and every object that mentions vLLM but
-    yields none (or holds a value of the wrong shape), with the reason. `assumed_release` (--vllm-version)
-    reads the commands of servers whose image names no release."""
-    from configurator.lint.formats import dispatch
-
-    token = _ASSUMED_RELEASE.set(assumed_release)
-    try:
-        return dispatch(docs)
-    finally:
-        _ASSUMED_RELEASE.reset(token)
-
-
-def extract(docs: list[Document]) -> list[Server]:
-    """Every vLLM server in the documents, in input order."""
-    return extract_all(docs)[0]
-
-
-__all__ = ["Inputs", "NotUnderstood", "Server", "ShapeNote", "Token", "extract", "extract_all",
-           "gpu_from_labels"]
+__all__ = ["Inputs", "NotUnderstood", "Server", "ShapeNote", "Token", "gpu_from_labels"]

@@ -209,20 +209,34 @@ def _mamba(ctx: Context) -> Iterator[Hit]:
 
 
 @rule("parallelism-gpu-mismatch", "Parallelism differs from the GPUs requested", "error",
-      "vLLM needs tensor_parallel_size x pipeline_parallel_size GPUs; with fewer it fails to start, with more "
-      "the extra GPUs sit idle.",
-      "Request exactly tensor x pipeline parallel GPUs (per pod, or across a LeaderWorkerSet group).")
+      "vLLM needs tensor_parallel_size x pipeline_parallel_size GPUs per data-parallel rank (expert parallelism "
+      "reuses those ranks and adds none); with fewer it fails to start, with more the extra GPUs sit idle. A pod "
+      "that runs only some ranks of a data-parallel group (--data-parallel-size-local, a controller's dataLocal, "
+      "a --data-parallel-rank per pod) needs GPUs for its own ranks.",
+      "Request exactly tensor x pipeline x data-parallel GPUs (per pod, or across a LeaderWorkerSet group).")
 def _parallelism(ctx: Context) -> Iterator[Hit]:
+    from configurator.lint.parallel import gpus_per_replica
+
     s = ctx.server
-    if s.gpu_count is None:
-        return
+    if s.gpu_count is None or s.parallel_unresolved:
+        return  # a size the file leaves to the environment is not judged (an unresolved-value note says so)
+    if any(re.search(r"--(tensor|pipeline|data)[-_]parallel", n) for n in s.notes):
+        return  # a parallel size vLLM rejects: invalid-flag says so, the count is unknown
     tp = int(s.flags.get("tensor_parallel_size") or 1)
     pp = int(s.flags.get("pipeline_parallel_size") or 1)
+    need, how = gpus_per_replica(s)
     have = s.gpu_count * s.pods
-    if tp * pp != have:
-        where = f"{s.gpu_count} per pod x {s.pods} pods" if s.pods > 1 else f"{s.gpu_count} requested"
-        yield Hit(f"tensor_parallel_size {tp} x pipeline_parallel_size {pp} = {tp * pp} GPUs, but {have} GPUs "
-                  f"are available ({where})", s.flag_locs.get("tensor_parallel_size") or s.gpu_loc)
+    if need == have:
+        return
+    if s.dp_local is not None and tp * pp * s.dp_local == s.gpu_count:
+        return  # this pod runs its local ranks of a larger data-parallel group
+    if s.dp_ranked and tp * pp == s.gpu_count:
+        return  # one data-parallel rank per pod (external load balancing)
+    where = f"{s.gpu_count} per pod x {s.pods} pods" if s.pods > 1 else f"{s.gpu_count} requested"
+    if s.gpu_count_source != "resources":
+        where += f", {s.gpu_count_source}"
+    yield Hit(f"{how} = {need} GPUs, but {have} GPUs are available ({where})",
+              s.flag_locs.get("tensor_parallel_size") or s.gpu_loc)
 
 
 @rule("tp-heads-divisibility", "Tensor parallelism does not divide the heads", "error",
@@ -320,6 +334,30 @@ def _preempt(ctx: Context) -> Iterator[Hit]:
                   f"'{w.name}' runs {w.concurrency} at once", ctx.server.flag_loc("max_num_seqs"))
 
 
+@rule("context-below-workload", "max_model_len below the workload's requests", "warning",
+      "With --workload, the server's max_model_len (its own or the one vLLM derives) is compared with the "
+      "workload's typical request (prompt + output tokens) and its longest (max_context_tokens): vLLM rejects a "
+      "request longer than max_model_len with HTTP 400 (its OpenAI server's \"This model's maximum context length is "
+      "N tokens\" error), so those requests fail, not slow down.",
+      "Raise --max-model-len to the workload's longest request (with the KV cache to hold it), or serve the "
+      "long requests elsewhere.")
+def _context_below_workload(ctx: Context) -> Iterator[Hit]:
+    w = ctx.workload
+    if w is None:
+        return
+    flags = getattr(ctx.estimate, "flags", None) or ctx.server.flags
+    mml = flags.get("max_model_len")
+    if not isinstance(mml, int) or isinstance(mml, bool) or mml <= 0:
+        return
+    loc = ctx.server.flag_loc("max_model_len")
+    if w.typical_tokens > mml:
+        yield Hit(f"max_model_len {mml:,} is below the workload '{w.name}''s typical request of {w.typical_tokens:,} "
+                  f"tokens (longest {w.max_context_tokens:,}): vLLM rejects those requests", loc)
+    elif w.max_context_tokens > mml:
+        yield Hit(f"max_model_len {mml:,} is below the workload '{w.name}''s longest request of "
+                  f"{w.max_context_tokens:,} tokens: vLLM rejects those requests", loc)
+
+
 @rule("shm-missing", "No /dev/shm for tensor parallelism", "warning",
       "Tensor-parallel ranks in one pod exchange data through NCCL's shared-memory transport; the container "
       "default /dev/shm of 64 MiB makes NCCL fail or fall back.",
@@ -369,19 +407,57 @@ def _util(ctx: Context) -> Iterator[Hit]:
       "Select the node by a GPU label (nvidia.com/gpu.product, cloud.google.com/gke-accelerator, an instance type), "
       "annotate the object with vllm-configurator.io/gpu, set gpu: in .vllm-configurator.yaml, or pass --gpu.")
 def _gpu_unknown(ctx: Context) -> Iterator[Hit]:
-    if ctx.gpu is not None:
-        return
+    from configurator.hardware.labels import unknown_gpu_label
+
+    if ctx.gpu is not None or ctx.server.accelerator:
+        return  # a TPU / Gaudi / Neuron server: accelerator-not-modelled says so
     c = ctx.catalog
+    lacking = unknown_gpu_label(ctx.server.gpu_labels)
+    head = (f"GPU {lacking} is not in the catalog; map it in the config's gpus: or pass --gpu-memory" if lacking
+            else "no GPU type given")
+    where = ctx.server.gpu_labels_loc if lacking else None
     if c is None:
-        yield Hit("no GPU type in nodeSelector, node affinity, annotations, config or --gpu: the memory budget was "
-                  "not checked", ctx.server.loc)
+        yield Hit(f"{head}: the memory budget was not checked" if lacking else
+                  "no GPU type in nodeSelector, node affinity, annotations, config or --gpu: the memory budget was "
+                  "not checked", where or ctx.server.loc)
         return
     need = f"needs about {format_gib(c.needs_bytes)} GiB per GPU" if c.needs_bytes else "was evaluated"
-    parts = [f"no GPU type given; at these flags (vLLM {ctx.version}) it {need}"]
+    parts = [f"{head}; at these flags (vLLM {ctx.version}) it {need}"]
     for label, gpus in (("fits", c.fits), ("at risk on", c.at_risk), ("refused on", c.refused)):
         if gpus:
             parts.append(f"{label} {_by_class(gpus)}")
-    yield Hit("; ".join(parts), ctx.server.loc)
+    yield Hit("; ".join(parts), where or ctx.server.loc)
+
+
+@rule("accelerator-not-modelled", "An accelerator the memory model does not cover", "info",
+      "The pod requests or selects a TPU (google.com/tpu), a Gaudi (habana.ai/gaudi) or an AWS Neuron device: vLLM "
+      "runs its TPU / HPU / Neuron backend there, whose memory the model does not cover, so the server's flags are "
+      "read but its memory budget is not judged (never as if it ran on an NVIDIA GPU).",
+      "Nothing to do; check the start-up log on the accelerator, or annotate the object with vllm-configurator.io/gpu "
+      "if it does run on a GPU.")
+def _accelerator(ctx: Context) -> Iterator[Hit]:
+    s = ctx.server
+    if s.accelerator and ctx.gpu is None:
+        yield Hit(f"{s.accelerator}: not a GPU the memory model covers (vLLM's TPU / HPU / Neuron backend); the "
+                  "memory budget was not checked", s.gpu_loc or s.gpu_labels_loc or s.loc)
+
+
+@rule("value-assumed", "A value the file leaves to its environment", "info",
+      "A value of the server is a variable: `${VAR:-default}` (docker compose, shell) is taken at its default, as "
+      "when the variable is unset (compose also reads a `.env` file beside the file, which check does not see); an "
+      "option set to a variable the file does not give at all is left out, and a parallel size left out means the "
+      "memory budget is not judged (the GPUs per rank are unknown).",
+      "Nothing to do if the default is what runs; otherwise write the value in the file, or check the rendered one.")
+def _assumed(ctx: Context) -> Iterator[Hit]:
+    s = ctx.server
+    seen = set()
+    for text, loc in s.assumed:
+        if text not in seen:
+            seen.add(text)
+            yield Hit(text, loc)
+    if s.parallel_unresolved:
+        yield Hit(f"{', '.join(sorted(s.parallel_unresolved))} not known from the file: the memory budget was not "
+                  "checked", s.loc)
 
 
 # Product-name marks of workstation, desktop and consumer parts (profiles/gpus/*.yaml product_names): GeForce

@@ -62,7 +62,7 @@ def _named_file_is_not_yaml(path: str, docs: list, problems: list) -> str | None
     A `.yaml` / `.yml` / `.json` file is always checked (one that does not parse is a parse-error finding).
     Any other named file must hold a Kubernetes object (`kind` / `apiVersion`) or a vLLM server: prose
     often parses as YAML (`Some *prose*: text` is a mapping), so parsing alone proves nothing."""
-    from configurator.lint.extract import extract_all
+    from configurator.lint.find import extract_all
 
     if Path(path).suffix.lower() in MANIFEST_SUFFIXES:
         return None

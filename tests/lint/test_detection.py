@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from configurator.cli.main import cli
-from configurator.lint.extract import argv_runs_vllm, extract_all, image_names_vllm
+from configurator.lint.extract import argv_runs_vllm, image_names_vllm
+from configurator.lint.find import extract_all
 from configurator.lint.load import parse_text
 from tests.conftest import ROOT
 

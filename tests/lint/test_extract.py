@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from configurator.lint.extract import extract_all
+from configurator.lint.find import extract_all
 from configurator.lint.load import parse_text
 from configurator.lint.shape import quantity_bytes, to_number
 

@@ -3,7 +3,7 @@
 import pytest
 
 from configurator.hardware.labels import gpu_from_labels
-from configurator.lint.extract import extract_all
+from configurator.lint.find import extract_all
 from configurator.lint.formats._common import kwargs_tokens
 from configurator.lint.load import parse_text
 from configurator.lint.shape import Node

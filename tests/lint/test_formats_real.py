@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from configurator.lint.extract import extract_all
+from configurator.lint.find import extract_all
 from configurator.lint.render import Tools, load_paths
 from tests.conftest import ROOT, load_benchmark
 
@@ -37,12 +37,13 @@ def test_corpus_meets_issue_10_targets():
 
 
 def test_corpus_provenance_is_complete():
-    files = sorted(str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*.yaml") if p.name != "expected.yaml")
+    files = sorted(str(p.relative_to(CORPUS)) for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml", ".json")
+                   and p.name != "expected.yaml")
     expected = yaml.safe_load((CORPUS / "expected.yaml").read_text())["files"]
     sources = (CORPUS / "SOURCES.md").read_text()
     assert sorted(expected) == files
     assert all(f"`{f}`" in sources for f in files)
-    assert len(files) >= 40 and len({f.split("/")[0] for f in files}) >= 12
+    assert len(files) >= 80 and len({f.split("/")[0] for f in files}) >= 30  # issue 26
     assert len(re.findall(r"`[0-9a-f]{40}`", sources)) == len(files)  # a commit per file
     assert sum(p.stat().st_size for p in CORPUS.rglob("*")) < 512 << 10
 

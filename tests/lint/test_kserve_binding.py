@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from configurator.cli.main import cli
 from configurator.lint.config import LintConfig, Settings
 from configurator.lint.engine import Options, evaluate
-from configurator.lint.extract import extract_all
+from configurator.lint.find import extract_all
 from configurator.lint.load import parse_text
 from tests.conftest import ROOT
 

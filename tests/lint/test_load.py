@@ -47,7 +47,7 @@ def test_a_huge_flow_list_is_refused_before_it_is_composed():
 
 
 def test_block_scalar_columns_point_at_the_flag():
-    from configurator.lint.extract import extract
+    from configurator.lint.find import extract
 
     text = textwrap.dedent("""\
         kind: Pod
@@ -73,7 +73,7 @@ def test_block_scalar_columns_point_at_the_flag():
 
 
 def test_one_line_sh_c_columns_point_at_the_flag():
-    from configurator.lint.extract import extract
+    from configurator.lint.find import extract
 
     text = 'kind: Pod\nspec:\n  containers:\n  - image: vllm/vllm-openai\n' \
            '    args: [sh, -c, "vllm serve m --max-model-len 8192"]\n'
@@ -87,7 +87,7 @@ def test_a_long_sh_c_script_is_read_in_linear_time():
     words = " ".join(f"--unknown-{i} x" for i in range(25_000))
     text = f'kind: Pod\nspec:\n  containers:\n  - image: vllm/vllm-openai\n    args: [sh, -c, "vllm serve m {words} ' \
            '--max-model-len 4096"]\n'
-    from configurator.lint.extract import extract
+    from configurator.lint.find import extract
 
     (s,) = extract(parse_text(text, "p.yaml")[0])
     assert s.flags["max_model_len"] == 4096

@@ -4,7 +4,8 @@ so it is neither read as vLLM "25.09" (a release-not-modelled warning) nor used 
 import pytest
 
 from configurator.lint.engine import Options, evaluate
-from configurator.lint.extract import extract_all, image_release, ngc_tag
+from configurator.lint.extract import image_release, ngc_tag
+from configurator.lint.find import extract_all
 from configurator.lint.load import parse_text
 
 

@@ -106,7 +106,7 @@ def test_rule_case(rule, text, want):
 
 
 def test_shm_size_limit_1e9_is_one_gigabyte():
-    from configurator.lint.extract import extract
+    from configurator.lint.find import extract
 
     docs, _ = parse_text(deployment(TP2, gpus=2, shm="1e9"), "case.yaml")
     (server,) = extract(docs)
@@ -148,7 +148,8 @@ def test_unknown_flag_reports_vllms_words_and_the_nearest_flag(monkeypatch):
 
 def test_not_understood_objects_become_info_findings_and_are_counted(monkeypatch):
     import configurator.lint.engine as engine
-    from configurator.lint.extract import NotUnderstood, extract
+    from configurator.lint.extract import NotUnderstood
+    from configurator.lint.find import extract
     from configurator.lint.load import Loc
 
     def extract_all(docs, assumed_release=None):

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from configurator.lint.engine import Options, evaluate
-from configurator.lint.extract import extract_all
+from configurator.lint.find import extract_all
 from configurator.lint.load import load, parse_text
 from configurator.vllm.args import ArgError
 from configurator.vllm.flags import argv_from_mapping, flags_from_mapping, parse_args

@@ -55,7 +55,7 @@ NO_SERVER_KINDS = frozenset({
     "ServiceMonitor", "PodMonitor", "PrometheusRule", "PriorityClass", "ResourceQuota", "LimitRange", "Endpoints",
     "EndpointSlice", "CustomResourceDefinition", "APIService", "ValidatingWebhookConfiguration",
     "MutatingWebhookConfiguration", "InferencePool", "InferenceModel", "InferenceObjective", "Certificate",
-    "Issuer", "ScaledObject", "VerticalPodAutoscaler",
+    "Issuer", "ScaledObject", "VerticalPodAutoscaler", "Kustomization", "Component",
 })
 MENTION_BUDGET = 200_000  # nodes looked at when asking whether an object mentions vLLM
 
@@ -101,10 +101,43 @@ def mentions_vllm(data: object, budget: int = MENTION_BUDGET) -> bool:
     return False
 
 
+def discoverable(data: dict) -> bool:
+    """Whether the generic discovery pass (configurator/lint/discover.py) reads a document no plugin recognised:
+    anything that mentions vLLM, except objects that never run a server (a Service, a ConfigMap that a pod may
+    read as --config)."""
+    kind = data.get("kind")
+    if kind == "Service" and str(data.get("apiVersion", "")).startswith("serving.knative.dev/"):
+        return mentions_vllm(data)  # a Knative Service runs a pod template (spec.template.spec.containers)
+    if isinstance(kind, str) and (kind in NO_SERVER_KINDS or kind in ("ConfigMap", "List")):
+        return False
+    if kind is None:  # a `vllm serve --config` file names no vLLM: its keys are vLLM's engine arguments
+        from configurator.lint.discover import engine_args
+
+        if engine_args(data):
+            return True
+    return mentions_vllm(data)
+
+
+def read_object(node, inputs) -> list:
+    """A Kubernetes object held inside another document: read by the plugin of its kind, else by discovery."""
+    from configurator.lint.discover import discover
+
+    fmt = next((f for f in formats() if f.recognise(node)), None)
+    if fmt is not None:
+        return fmt.extract(node, inputs)
+    return discover(node, inputs, node.str("kind") or "") if discoverable(node.value) else []
+
+
 def dispatch(docs: list[Document]):
     """Every document to the first format that recognises it: (servers, not-understood objects)."""
+    from configurator.lint import discover as discovery
+
+    discovery.read_object = read_object  # embedded objects go to their plugin (discover never imports this module)
+    from configurator.lint.discover import deploys_vllm
     from configurator.lint.inputs import Inputs, NotUnderstood, identity
     from configurator.lint.shape import Node, describe, dotted
+
+    generic_said: set[str] = set()
 
     inputs = Inputs.of(docs)
     servers = []
@@ -119,6 +152,10 @@ def dispatch(docs: list[Document]):
             fmt = next((f for f in formats() if f.recognise(obj)), None)
             if fmt is not None:
                 found = fmt.extract(obj, inputs)
+            elif discoverable(doc.data):  # no plugin knows it: the generic pass reads what it can
+                from configurator.lint.discover import discover
+
+                found = discover(obj, inputs, doc.data.get("kind") if isinstance(doc.data.get("kind"), str) else "")
         except Exception as e:  # a bug in one format must not cost the other objects
             failure, found = f"internal error reading this object ({type(e).__name__}): not checked", []
         servers += found
@@ -129,7 +166,7 @@ def dispatch(docs: list[Document]):
             if obj.doc.prefix[:1] == ("items",):  # an item of a `kind: List` that is not an object
                 out.append(NotUnderstood(obj.loc(), "List", "", f"{dotted(obj.doc.prefix)}: expected an object, got "
                                          f"{describe(obj.value)}: ignored"))
-            elif mentions_vllm(obj.value):
+            elif deploys_vllm(obj.value):
                 out.append(NotUnderstood(obj.loc(), "", "", "mentions vLLM, but the document is a "
                                          f"{'list' if isinstance(obj.value, list) else 'scalar'}, not an object"))
             continue
@@ -155,12 +192,18 @@ def dispatch(docs: list[Document]):
         out += [NotUnderstood(n.loc, kind, name, n.message) for n in obj.notes]
         if found or len(obj.notes):
             continue
+        if (fmt is None or kind == "ConfigMap") and not deploys_vllm(obj.value):
+            continue  # names vLLM (a router's settings, a hook, a URL) but deploys none: not our business
+        if fmt is None and obj.doc.file in generic_said:
+            continue  # once per file
+        if fmt is None:
+            generic_said.add(obj.doc.file)
         if kind == "ConfigMap":
             reason = "a ConfigMap that mentions vLLM, but no server in this input reads it (--config)"
         elif fmt is None:
             reason = (f"a {kind} that mentions vLLM, but not a format check reads" if kind else
                       "an object without a kind that mentions vLLM, but not a format check reads")
         else:
-            reason = f"a {kind} that mentions vLLM, but no vLLM server container was found in it"
+            reason = f"a {kind or fmt.name + ' file'} that mentions vLLM, but no vLLM server was found in it"
         out.append(NotUnderstood(obj.loc(), kind, name, reason))
     return servers, out

@@ -115,6 +115,7 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
         s.gpu_labels = {INSTANCE_LABEL: [sku]}
         s.gpu_labels_loc = res.loc("instanceType")
         set_gpu_count(s, GPUS_PER_VM.get(sku.lower()), res.loc("instanceType"))
+        s.gpu_count_source = f"derived by KAITO from instanceType {sku}"
         _parallelism(s, s.gpu_count, res.at("instanceType"))
     s.shm_bytes, s.shm_loc = 0, obj.loc()
     return [s]

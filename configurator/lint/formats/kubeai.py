@@ -54,6 +54,7 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
         gpu, per_unit = PROFILES.get(name, (None, None))
         if count.isdigit() and per_unit is not None:
             set_gpu_count(s, int(count) * per_unit, spec.loc("resourceProfile"))
+            s.gpu_count_source = f"derived by KubeAI from resourceProfile {profile}"
         set_gpu_name(s, gpu, spec.loc("resourceProfile"))
     return [s]
 

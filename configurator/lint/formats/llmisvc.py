@@ -90,6 +90,12 @@ def _server(obj: Node, spec: Node, wl: Node, role: str, bases: list[Node]) -> Se
         local = par.int("dataLocal", lo=1) if par is not None else None
         pipeline = par.int("pipeline", lo=1) if par is not None else None
         s.pods = max(1, data // local) if data and local else (pipeline or 2)
+        # every pod of the group runs `vllm serve --data-parallel-size <data> --data-parallel-size-local
+        # <dataLocal or 1> --data-parallel-start-rank $START_RANK` (config/llmisvcconfig/
+        # config-llm-worker-data-parallel.yaml, kserve/kserve commit 01b12410): its GPUs serve its local ranks
+        if data:
+            s.dp_local = local or 1
+            s.dp_ranked = True
     if spec.has("speculator"):
         s.unmodelled.append(("--speculative-config", spec.loc("speculator")))
     return s
