@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from configurator.estimate.band import CALIBRATED_BYTES, band_bytes
+from configurator.estimate.band import CALIBRATED_BYTES, band_for, stratum_keys
 from configurator.estimate.budget import Budget, plan_budget
 from configurator.estimate.explain import NEEDS_GPU, explain, explain_limited
 from configurator.estimate.inputs import NO_GPU, Inputs, resolve_inputs
@@ -29,26 +29,29 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         return explain_limited(inp, kvp, budget, inp.v0_reason)
     verdict = decide(inp, kvp, budget)
     result = explain(inp, kvp, budget, verdict)
-    return with_band(result, inp, kvp, budget, verdict)
+    return with_band(result, inp, kvp, budget, verdict, release_assumed=req.vllm_version is None)
 
 
-def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, verdict: Verdict) -> EstimateResult:
+def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, verdict: Verdict,
+              release_assumed: bool = False) -> EstimateResult:
     """The available-KV band and the verdict across it (configurator/estimate/band.py)."""
     avail = budget.available_bytes
+    band = band_for(stratum_keys(inp.model, inp.b.version, inp.flags, inp.gpu, release_assumed),
+                    budget.requested_bytes)
+    basis = band.basis
     if budget.kv_bytes_flag:
         below = above = 0
-        why = "--kv-cache-memory-bytes: vLLM uses exactly this many bytes"
+        why = basis = "--kv-cache-memory-bytes: vLLM uses exactly this many bytes"
     elif budget.calibrated and not budget.calibrated_other_layout:
         below = above = CALIBRATED_BYTES
-        why = "calibrated from a real log of this model, GPU and release"
+        why = basis = "calibrated from a real log of this model, GPU and release"
     elif budget.calibrated:  # measured at another TP / PP: the new layout's communication memory is predicted
-        below, above, row = band_bytes(inp.b.version, inp.model)
-        below, above = max(below, CALIBRATED_BYTES), max(above, CALIBRATED_BYTES)
-        why = (f"calibrated at another tensor / pipeline layout, so the dev logs' error for {row} applies "
+        below, above = max(band.below, CALIBRATED_BYTES), max(band.above, CALIBRATED_BYTES)
+        why = (f"calibrated at another tensor / pipeline layout, so the logs' error applies: {basis} "
                "(profiles/error_bands.yaml)")
     else:
-        below, above, row = band_bytes(inp.b.version, inp.model)
-        why = f"the 90th percentile of the dev logs' cross-validated errors, {row} (profiles/error_bands.yaml)"
+        below, above = band.below, band.above
+        why = f"{basis} (profiles/error_bands.yaml)"
     if budget.features.unmodelled_layout and not budget.kv_bytes_flag:
         # a KV layout the tool does not model (its own warning names it): what vLLM's check needs per request is
         # unknown, so the pessimistic end is no KV at all and the verdict can be `at-risk`, never a silent `fits`
@@ -84,4 +87,4 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
         derivation.append(f"error band: available KV {format_gib(low)} to {format_gib(high)} GiB ({why}); "
                           f"verdict {state}")
     return result.model_copy(update={"verdict": state, "kv_cache_bytes_low": low, "kv_cache_bytes_high": high,
-                                     "derivation": derivation, "warnings": warnings})
+                                     "derivation": derivation, "warnings": warnings, "band_basis": basis})

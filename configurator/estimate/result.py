@@ -99,6 +99,9 @@ class EstimateResult(BaseModel):
                             "it refuses somewhere inside the band; 'fits': it starts across the band")
     kv_cache_bytes_low: int | None = Field(None, description="pessimistic end of the available-KV band (bytes)")
     kv_cache_bytes_high: int | None = Field(None, description="optimistic end of the available-KV band (bytes)")
+    band_basis: str | None = Field(None, description="what the band rests on: 'validated by N logs of this kind "
+                                                     "...' or 'no log of this kind: band widened to +-X GiB "
+                                                     "because ...' (profiles/error_bands.yaml)")
     vllm_version: str
     model: ModelInfo
     gpu: GPUInfo

@@ -35,7 +35,7 @@ def render(r, stream: IO[str]) -> None:
         con.print(f"  {line}")
     if r.kv_cache_bytes_low is not None and r.kv_cache_bytes_high != r.kv_cache_bytes_low:
         con.print(f"  (available KV cache memory between {_gib(r.kv_cache_bytes_low)} and "
-                  f"{_gib(r.kv_cache_bytes_high)})")
+                  f"{_gib(r.kv_cache_bytes_high)}{': ' + r.band_basis if r.band_basis else ''})")
     con.print()
     _bar(con, m)
     con.print()
