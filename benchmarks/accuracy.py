@@ -1,5 +1,6 @@
-"""Accuracy of the available-KV prediction on the dev + dev2 log sets: in-sample, leave-one-group-out
-cross-validated, next to the naive baseline, with verdict counts. Exits 1 when a target is missed.
+"""Accuracy of the available-KV prediction on the dev, dev2 and found log sets: in-sample,
+leave-one-combination-out cross-validated, next to the naive baseline, with verdict counts; the found
+set's test split reported apart. Exits 1 when a target is missed.
 
 Every record is evaluated as the tool is used: the record's own flags where it states them (feature
 flags too: LoRA, --speculative-config, data / expert parallelism, --limit-mm-per-prompt, parsed from its
@@ -7,36 +8,34 @@ fields and `other_flags`), else the tool's defaults for the release it is evalua
 record marks as "vLLM's default" is not passed: the tool supplies its own default). No
 --kv-cache-memory-bytes: the full profile model.
 
-- The release a record is evaluated as (`release_for`), strongest evidence first: the one its log
-  prints; a date its own text gives to the day or month (`source`, `notes`, `other_flags`: an ISO
-  date, 'dated MM-DD (YYYY)', 'Jan 2026' -> the month's last day; the earliest such date), as the
-  newest release published on or before it (configurator/vllm/release_dates.py, first PyPI upload); a
-  release stated in prose ('other run is 0.19.0'); the release its sibling records print (same
-  source, same container image); a year alone ('(..., 2026)' -> its last day); else the tool's default
-  (the newest modelled). `--unknown-version X` evaluates every record that prints no release as X
-  instead (a sensitivity check).
+- The release a record is evaluated as (`release_for`), by one rule: the one its log prints; else the
+  newest release published on or before the earliest date its own text gives (`source`, `notes`,
+  `other_flags`: an ISO date, a day with month and year, a month and year -> its last day;
+  configurator/vllm/release_dates.py); else the tool's default (the newest modelled). Dated and default
+  records are at an assumed release: their era key is 'assumed' (the band of an unknown release).
+  `--unknown-version X` evaluates every record that prints no release as X instead (a sensitivity check).
 - Left out, with every reason: V0, patched builds, an option the tool names as not modelled, a feature
-  named without its settings, TP ranks without a TP size, no model profile or GPU, and a logged KV the
-  GPU the record's name maps to cannot hold after the weights (its GPU is another memory size).
-- Headline: every record the tool runs that logs its available KV (in-sample, cross-validated,
-  naive), with sub-rows by how the release was found.
-- In-sample: the tool as shipped (profiles/overheads.yaml, written by --write-coefficients), and this
-  script's own fit on all fitted records (the same numbers once written).
+  named without its settings, TP ranks without a TP size, no model profile or GPU, a quantization the
+  record says is not stated, another process on the GPU with no amount. Never for how a record misses: a
+  GPU named without its size whose logged figures prove it too small is evaluated on the smallest catalog
+  GPU of its family that holds them (family_gpu), stated per record.
+- Headline: every record the tool runs that logs its available KV, dev + dev2 + found train (in-sample,
+  cross-validated, naive), with sub-rows by how the release was found. The found test split (decided by a
+  hash of the source before any fitting) is never fitted and reported apart.
 - Fitted here, minimising the Huber loss (squared within HUBER_BYTES, linear beyond) over the records
-  with a logged KV whose release is printed, dated, stated or printed by siblings (not those at the
-  default release): the sort-based sampler's live logits copies at R = 256 and its exponent in R / 256,
-  pooled over all eras; one constant of the 0.27+ 'consumed' accounting era (non_torch_tp1_mib of that
-  row; runner buffers folded in), only when the training set holds MIN_ERA_RECORDS of its records; one
-  multi-GPU extra pooled across eras. Held, not fitted: the other eras' constant (NON_TORCH_BYTES), and
-  the mechanisms (FlashInfer's sampler 0.9-0.11, the persistent fused-MoE workspace 0.19+, the V2
-  penalty state, the features). Every record is evaluated at the utilization vLLM used: its stated
-  value, else the release default (0.9 to 0.19.x, 0.92 from 0.20.0). `--write-coefficients` writes the
-  fit on all fitted records into profiles/overheads.yaml.
-- Cross-validation: leave one group out, group = model family (config model_type) and source (the
-  repository or document the log came from); every group is predicted with the coefficients (the
-  exponent included) refit without it. Held fixed: forward bytes per element (a dtype width), the
-  CUDA-graph terms and the mechanisms above.
+  with a logged KV whose release is printed or dated (not those at the default release, not the test
+  split): the sort-based sampler's live logits copies at R = 256 and its exponent in R / 256; one constant
+  of the 0.27+ 'consumed' accounting era, only when the training set holds MIN_ERA_RECORDS of its records;
+  one multi-GPU extra; the CUDA-graph pool's base and per-layer terms. Held, not fitted: the other eras'
+  constant (NON_TORCH_BYTES), and the mechanisms (FlashInfer's sampler 0.9-0.11, the persistent fused-MoE
+  workspace 0.19+, the V2 penalty state, the features). Every record is evaluated at the utilization vLLM
+  used. `--write-coefficients` writes the fit on all fitted records into profiles/overheads.yaml.
+- Cross-validation: leave one combination out. A record's combination is its stratum keys
+  (configurator/estimate/band.py: layout class, weight format, release era or 'assumed', features, GPU
+  class); every combination is predicted with all the fitted terms refit without any record of it.
 - Naive baseline: `util x total - weights` with the tool's own weight prediction.
+- The band (benchmarks/error_band.py) is built from the cross-validated residuals; its per-stratum table
+  and the test split's coverage are printed here.
 
 Usage: python benchmarks/accuracy.py [--out benchmarks/accuracy.md] [--unknown-version X] [--write-coefficients]
 """
@@ -91,9 +90,9 @@ GRAPH_START = (256 * MiB, 8 * MiB)  # the CUDA-graph terms before they were fitt
 HUBER_BYTES = GiB // 2  # the fit's loss is squared within half a GiB, linear beyond (huber)
 # how a record's release was found; records whose release is only the tool's default are not fitted
 FITTED_HOW = ("log", "date")
-# a logged KV above util x total - weights (vLLM's logged weights, else the tool's) by more than this share
-# of the weights (the weights target's 3% and rounding) cannot have been measured on the catalog GPU the
-# record's name maps to: another memory size of it (only for a GPU found by name, not by a logged CUDA total)
+# the predicted weights less this share (the weights target's 3% and rounding) plus the logged KV above util x
+# total prove the catalog GPU a record's name maps to too small: family_gpu takes the smallest of its family
+# that holds them (only for a GPU found by name, not by a logged CUDA total; vLLM's logged weights are exact)
 WEIGHTS_SLACK = 0.05
 
 # The targets (issues 12 and 25, "Done when"). The script exits 1 when one is missed; the report prints the
@@ -249,7 +248,13 @@ def _object(raw: str) -> dict:
     try:
         v = json.loads(raw)
     except ValueError:
-        v = ast.literal_eval(raw)  # the non-default-args line prints Python reprs
+        try:
+            v = ast.literal_eval(raw)  # the non-default-args line prints Python reprs
+        except (ValueError, SyntaxError):
+            try:
+                v = yaml.safe_load(raw)  # a YAML flow mapping ('{method: mtp, num_speculative_tokens: 2}')
+            except yaml.YAMLError:
+                raise ValueError(raw) from None
     if not isinstance(v, dict):
         raise ValueError(raw)
     return v
@@ -264,6 +269,7 @@ def feature_flags(r: dict) -> dict:
         f["data_parallel_size"] = int(r["data_parallel_size"])
     if r.get("expert_parallel"):
         f["enable_expert_parallel"] = True
+    off: set[str] = set()
     text = str(r.get("other_flags") or "")
     for dest, typ in FEATURE_OPTIONS.items():
         names = [re.escape("--" + dest.replace("_", "-")), re.escape(dest)]
@@ -279,11 +285,14 @@ def feature_flags(r: dict) -> dict:
         if not m:
             continue
         raw = next(g for g in m.groups() if g is not None)
+        if raw in ("None", "null") and typ is dict:
+            off.add(dest)  # printed unset: the feature is off
+            continue
         try:
             f[dest] = _object(raw) if typ is dict else typ(raw)
         except (ValueError, SyntaxError):
             raise LookupError(f"{dest} '{raw[:40]}' in other_flags could not be read") from None
-    if SPECULATIVE_NAMED.search(text) and "speculative_config" not in f:
+    if SPECULATIVE_NAMED.search(text) and "speculative_config" not in f and "speculative_config" not in off:
         raise LookupError("speculative decoding named in other_flags without its --speculative-config "
                           "(method, tokens) shown")
     if LORA_NAMED.search(text) and "enable_lora" not in f:

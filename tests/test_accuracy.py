@@ -468,3 +468,9 @@ def test_the_fit_recovers_the_cuda_graph_terms(mod):
         items.append((p, p.kv(k, e, const, 0, gb, gl)))
     got = mod.fit(items)
     assert abs(got.graph_base - gb) < 64 * 2**20 and abs(got.graph_per_layer - gl) < 2**20
+
+
+def test_feature_values_in_yaml_flow_style_and_printed_unset(mod):
+    spec = {"other_flags": "speculative_config {method: mtp, num_speculative_tokens: 2}; reasoning_parser qwen3"}
+    assert mod.feature_flags(spec) == {"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}}
+    assert mod.feature_flags({"other_flags": "CUDA graphs on, speculative_config=None, chunked prefill"}) == {}

@@ -192,9 +192,9 @@ def band_for(keys: dict, budget_bytes: int) -> Band:
     return Band(w, w, basis, n)
 
 
-def band_bytes(version: str, model: ModelSpec) -> tuple[int, int, str]:
-    """(below, above, which row) without the estimate's other keys: the unseen-combination spread (kept for
-    callers that know only the release and the model)."""
+def band_bytes(version: str, model: ModelSpec, budget_bytes: int = 0) -> tuple[int, int, str]:
+    """(below, above, basis) without the estimate's other keys (no features, an unknown GPU class), for callers
+    that know only the release and the model; `budget_bytes` (util x total) scales a table in budget units."""
     b = band_for({"layout": layout_class(model), "weights": weight_format(model), "era": era_of(version),
-                  "features": "none", "gpu_class": "unknown"}, 0)
-    return b.below, b.above, "unseen"
+                  "features": "none", "gpu_class": "unknown"}, budget_bytes)
+    return b.below, b.above, b.basis
