@@ -420,7 +420,10 @@ def cases(paths=ALL_LOGS, unknown_version: str | None = None) -> tuple[list[Case
 
 
 def run(case: Case, version: str, coeffs: OverheadCoefficients | None = None):
-    return estimate(EstimateRequest(model=case.model, vllm_version=version, flags=dict(case.flags),
+    # a record at the tool's default release runs as the tool does when no release is named ('latest': the
+    # newest, with the band of an assumed release)
+    named = "latest" if case.release.how == "default" and version == NEWEST else version
+    return estimate(EstimateRequest(model=case.model, vllm_version=named, flags=dict(case.flags),
                                     coefficients=coeffs, **case.gpu))
 
 

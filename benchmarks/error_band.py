@@ -17,8 +17,8 @@ The band (profiles/error_bands.yaml, read by `estimate` through band.band_for):
 - unit: GiB, or a fraction of vLLM's budget (util x total), whichever holds more residuals when each
   combination is scored against the table built without it (held-out coverage, never in-sample).
 
-Usage: python benchmarks/error_band.py [--check]   (exit 1 when a stratum of MIN_STRATUM records is
-covered under COVERAGE_TARGET, or the held-out coverage is)
+Usage: python benchmarks/error_band.py [--check]   (exit 1 when the band holds under COVERAGE_TARGET of a
+stratum of MIN_STRATUM records or more, or the held-out coverage over all records is under 80%)
 """
 
 from __future__ import annotations

@@ -474,3 +474,15 @@ def test_feature_values_in_yaml_flow_style_and_printed_unset(mod):
     spec = {"other_flags": "speculative_config {method: mtp, num_speculative_tokens: 2}; reasoning_parser qwen3"}
     assert mod.feature_flags(spec) == {"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}}
     assert mod.feature_flags({"other_flags": "CUDA graphs on, speculative_config=None, chunked prefill"}) == {}
+
+
+def test_an_estimate_without_a_named_release_gets_the_band_of_an_assumed_release():
+    from configurator.estimate import EstimateRequest, estimate
+    from configurator.estimate.band import release_assumed
+
+    assert release_assumed(None) and release_assumed("latest") and not release_assumed("0.28.0")
+    named = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="l4", vllm_version="0.33.0",
+                                     flags={"max_model_len": 8192}))
+    latest = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="l4", vllm_version="latest",
+                                      flags={"max_model_len": 8192}))
+    assert "|consumed|" in named.band_basis and "|assumed|" in latest.band_basis

@@ -119,6 +119,12 @@ def gpu_class_of(gpu) -> str:
     return getattr(gpu, "gpu_class", "") or "unknown"
 
 
+def release_assumed(requested: str | None) -> bool:
+    """No release named (or 'latest', the CLI's default): the estimate runs at an assumed release, so its band
+    is the one of records whose release was not printed (era 'assumed')."""
+    return str(requested or "latest").strip().lower() in ("latest", "")
+
+
 def stratum_keys(model: ModelSpec, version: str, flags: dict, gpu, release_assumed: bool = False) -> dict:
     """The keys a band rests on (STRATUM_KEYS)."""
     return {"layout": layout_class(model), "weights": weight_format(model, flags),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from configurator.estimate.band import CALIBRATED_BYTES, band_for, stratum_keys
+from configurator.estimate.band import CALIBRATED_BYTES, band_for, release_assumed, stratum_keys
 from configurator.estimate.budget import Budget, plan_budget
 from configurator.estimate.explain import NEEDS_GPU, explain, explain_limited
 from configurator.estimate.inputs import NO_GPU, Inputs, resolve_inputs
@@ -29,14 +29,14 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         return explain_limited(inp, kvp, budget, inp.v0_reason)
     verdict = decide(inp, kvp, budget)
     result = explain(inp, kvp, budget, verdict)
-    return with_band(result, inp, kvp, budget, verdict, release_assumed=req.vllm_version is None)
+    return with_band(result, inp, kvp, budget, verdict, assumed=release_assumed(req.vllm_version))
 
 
 def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, verdict: Verdict,
-              release_assumed: bool = False) -> EstimateResult:
+              assumed: bool = False) -> EstimateResult:
     """The available-KV band and the verdict across it (configurator/estimate/band.py)."""
     avail = budget.available_bytes
-    band = band_for(stratum_keys(inp.model, inp.b.version, inp.flags, inp.gpu, release_assumed),
+    band = band_for(stratum_keys(inp.model, inp.b.version, inp.flags, inp.gpu, assumed),
                     budget.requested_bytes)
     basis = band.basis
     if budget.kv_bytes_flag:
