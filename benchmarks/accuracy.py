@@ -924,7 +924,7 @@ def report(ev: dict, s: dict) -> list[str]:
         f"CUDA-graph pool (fitted, pooled; where the release counts it in the budget): "
         f"{ev['fitted'].graph_base / MiB:.0f} MiB + {ev['fitted'].graph_per_layer / MiB:.1f} MiB per layer on the "
         f"rank at the reference capture sizes (before it was fitted: {GRAPH_START[0] // MiB} + "
-        f"{GRAPH_START[1] // MiB}).", "",
+        f"{GRAPH_START[1] // MiB}); profiles/overheads.yaml holds them rounded to whole MiB.", "",
         "## Records", "",
         "| record | split | evaluated as | why | combination | family x source | GPU | features | weights pred "
         "/ logged GiB | KV pred / CV / naive / logged GiB | verdict pred / CV / vLLM |",
@@ -974,8 +974,8 @@ def band_section(ev: dict, s: dict) -> list[str]:
            f"combination against the table built without it). Target: >= {error_band.COVERAGE_TARGET:.0%} in every "
            f"stratum of >= {error_band.MIN_STRATUM} records.", "",
            "| stratum | n | median GiB | p90 GiB | band coverage | held-out coverage |", "|---|---|---|---|---|---|",
-           *(f"| {x['stratum']} | {x['n']} | {x['median']:.2f} | {x['p90']:.2f} | {x['coverage']:.0%} | "
-             f"{x['held_out']:.0%} |" for x in a["strata"]), ""]
+           *(f"| {x['stratum'].replace('|', chr(92) + '|')} | {x['n']} | {x['median']:.2f} | {x['p90']:.2f} | "
+             f"{x['coverage']:.0%} | {x['held_out']:.0%} |" for x in a["strata"]), ""]
     return out
 
 
