@@ -842,6 +842,11 @@ def write_coefficients(fitted: Fitted) -> None:
     OVERHEADS.write_text(OVERHEADS_HEADER + yaml.safe_dump({"eras": doc["eras"]}, sort_keys=False))
 
 
+def _cell(text: str) -> str:
+    """Text in a markdown table cell: its pipes escaped."""
+    return str(text).replace("|", "\\|")
+
+
 def _quote(text, n: int = 60) -> str:
     t = str(text)
     return f"'{t[:n]}...'" if len(t) > n else f"'{t}'"
@@ -935,7 +940,8 @@ def report(ev: dict, s: dict) -> list[str]:
         feats = ", ".join(f"{k}={json.dumps(c.flags[k], separators=(',', ':'))}" for k in feature_keys
                           if k in c.flags)
         why = "; ".join(w for w in (c.release.why if c.release.how != "log" else "", c.gpu_note) if w)
-        out.append(f"| {c.id} | {c.split} | {r['version']} ({how[c.release.how]}) | {why} | {c.group} | {c.family} | "
+        out.append(f"| {c.id} | {c.split} | {r['version']} ({how[c.release.how]}) | {why} | {_cell(c.group)} | "
+                   f"{c.family} | "
                    f"{r['res'].gpu.name} | "
                    f"{feats} | {_g(r['weights'])} / {_g(c.logged_weights)} | {_g(r['kv'])} / {_g(r.get('cv_kv'))} / "
                    f"{_g(r['naive'])} / {_g(c.logged_kv)} | {r['res'].verdict} / {r.get('cv_verdict')} / "
@@ -974,7 +980,7 @@ def band_section(ev: dict, s: dict) -> list[str]:
            f"combination against the table built without it). Target: >= {error_band.COVERAGE_TARGET:.0%} in every "
            f"stratum of >= {error_band.MIN_STRATUM} records.", "",
            "| stratum | n | median GiB | p90 GiB | band coverage | held-out coverage |", "|---|---|---|---|---|---|",
-           *(f"| {x['stratum'].replace('|', chr(92) + '|')} | {x['n']} | {x['median']:.2f} | {x['p90']:.2f} | "
+           *(f"| {_cell(x['stratum'])} | {x['n']} | {x['median']:.2f} | {x['p90']:.2f} | "
              f"{x['coverage']:.0%} | {x['held_out']:.0%} |" for x in a["strata"]), ""]
     return out
 
