@@ -1,22 +1,31 @@
-"""Derive the available-KV error band from cross-validated residuals, and check its coverage honestly.
+"""Derive the available-KV error band from held-out combinations, and check its coverage honestly.
 
-The residuals are benchmarks/accuracy.py's leave-one-group-out ones: for every dev / dev2 record the
-tool runs that logs its available KV (the headline records, whatever release each is evaluated as:
-printed, dated, stated or the tool's default), predicted (with the overhead coefficients refit without
-the record's group: model family x source) - logged "Available KV cache memory". With a few dozen
-records in a handful of groups, per-cell quantiles do not hold on held-out groups, so the band is one
-symmetric row: the 90th percentile of the absolute residuals, floored. Not 1.645 x the RMS: one record
-that misses by ~12 GiB for a reason no coefficient stands for (a unified-memory GB10, whose host
-allocations vLLM counts) would triple an RMS band for every prediction. Coverage is leave-one-group-out:
-each group's residuals against the band built from the other groups. Writes profiles/error_bands.yaml
-(the table `estimate` reads) unless --check.
+The residuals are benchmarks/accuracy.py's leave-one-combination-out ones: every record (dev, dev2 and
+the found records' train split; never the test split) that the tool runs and that logs its available
+KV, predicted with the overhead coefficients refit without every record sharing its combination of
+stratum keys (configurator/estimate/band.py: layout class, weight format, release era or 'assumed',
+features, GPU class) - logged "Available KV cache memory". Every residual is therefore the error on a
+combination the fit never saw.
 
-Usage: python benchmarks/error_band.py [--check]   (exit 1 when the held-out coverage is under 80%)
+The band (profiles/error_bands.yaml, read by `estimate` through band.band_for):
+- unseen: the QUANTILE order statistic (the smallest value holding that share) of all the residuals: the
+  spread unseen combinations show; a key value (layout=mla, era=assumed, ...) that no record holds takes
+  it, one that fewer than MIN_STRATUM records hold takes it or its records' widest residual if wider;
+- strata: a width per key value of MIN_STRATUM records or more: the QUANTILE of its records' residuals
+  (those with a rare key value aside), raised where needed until each such stratum holds QUANTILE of its
+  residuals; an estimate's width is the widest of its keys' widths (_widths);
+- unit: GiB, or a fraction of vLLM's budget (util x total), whichever holds more residuals when each
+  combination is scored against the table built without it (held-out coverage, never in-sample).
+
+Usage: python benchmarks/error_band.py [--check]   (exit 1 when the band holds under COVERAGE_TARGET of a
+stratum of MIN_STRATUM records or more, or the held-out coverage over all records is under 80%)
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -25,82 +34,186 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy
 
-from configurator.estimate.band import FLOOR_BYTES, GPU_KINDS, architecture_class, era_of, gpu_kind
-from configurator.hardware.catalog import find_gpu
+from configurator.estimate.band import STRATUM_KEYS, combination, width_for
 from configurator.units import GiB
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "profiles" / "error_bands.yaml"
-QUANTILE = 0.9  # the band holds this share of the absolute cross-validated residuals
-COVERAGE_TARGET = 0.8
+QUANTILE = 0.9  # the band holds this share of the held-out residuals
+COVERAGE_TARGET = 0.9
+MIN_STRATUM = 5  # a key value with this many records gets its own width
+UNITS = ("gib", "budget_fraction")
 
 
-def residuals(ev: dict | None = None) -> list[dict]:
-    """Cross-validated residuals (bytes) of every record run with a logged KV size."""
+def residuals(ev: dict | None = None, split: str = "fit") -> list[dict]:
+    """Held-out residuals (bytes) of every record run with a logged KV: split 'fit' (dev, dev2, found
+    train: leave-one-combination-out) or 'test' (the found test split, predicted by the fit on all others)."""
     ev = ev or accuracy.evaluate()
     out = []
     for r in ev["rows"]:
         c = r["case"]
-        if r.get("cv_kv") is None:
+        if r.get("cv_kv") is None or (c.split == "test") != (split == "test"):
             continue
-        out.append({"id": c.id, "era": era_of(r["version"]), "class": architecture_class(c.model),
-                    "gpu_kind": gpu_kind(find_gpu(c.gpu["gpu"])) if "gpu" in c.gpu else "",
-                    "group": c.group, "residual": r["cv_kv"] - c.logged_kv})
+        out.append({"id": c.id, "keys": c.keys, "combination": combination(c.keys), "budget": r["budget"],
+                    "residual": r["cv_kv"] - c.logged_kv})
     return out
 
 
-def band(rows: list[dict]) -> tuple[int, int]:
-    """(below, above) widths in bytes: the QUANTILE of the absolute residuals on both sides, floored."""
-    if not rows:
-        return FLOOR_BYTES, FLOOR_BYTES
-    w = max(int(accuracy._pct([abs(r["residual"]) for r in rows], QUANTILE)), FLOOR_BYTES)
-    return w, w
+def _q(xs: list[float], q: float = QUANTILE) -> float:
+    """The smallest value that holds a share q of xs (order statistic ceil(q n))."""
+    xs = sorted(xs)
+    return xs[max(math.ceil(q * len(xs)) - 1, 0)] if xs else 0.0
 
 
-def table(rows: list[dict]) -> dict:
-    lo, hi = band(rows)
-    return {"all": {"below_gib": round(lo / GiB, 2), "above_gib": round(hi / GiB, 2), "records": len(rows)}}
+def _up(x: float) -> float:
+    """Rounded up to 4 decimals, so that the record at the quantile stays inside the band."""
+    return math.ceil(x * 1e4) / 1e4
 
 
-def gpu_classes(rows: list[dict]) -> dict:
-    """Records behind the band by GPU class (estimate/band.py GPU_KINDS; a GPU given by its memory has none):
-    a class with 0 gets the widened band of an unvalidated class."""
-    return {k: sum(r["gpu_kind"] == k for r in rows) for k in GPU_KINDS}
+def _size(r: dict, unit: str) -> float:
+    return abs(r["residual"]) / (GiB if unit == "gib" else r["budget"])
 
 
-def coverage(rows: list[dict]) -> float:
-    """Share of records inside the band built without their own group."""
-    covered = 0
-    for g in sorted({r["group"] for r in rows}):
-        held = [r for r in rows if r["group"] == g]
-        lo, hi = band([r for r in rows if r["group"] != g])
-        covered += sum(-hi <= r["residual"] <= lo for r in held)
-    return covered / len(rows) if rows else 0.0
+def _widths(rows: list[dict], unit: str, unseen: float) -> dict[str, float]:
+    """A width per key value. One held by fewer than MIN_STRATUM records: the unseen spread, or its own
+    records' widest residual if wider. The others: the QUANTILE of the residuals of their records that hold
+    no such rare key value (those are inside their rare key's width), then raised in turn (smallest strata
+    first, until none moves) until every key value of MIN_STRATUM records or more holds QUANTILE of its
+    residuals, a record being inside when its residual is within the widest width of its keys."""
+    kv = {x for r in rows for x in _kvs(r)}
+    members = {x: [r for r in rows if x in _kvs(r)] for x in kv}
+    rare = {x for x in kv if len(members[x]) < MIN_STRATUM}
+    w = {x: max([unseen, *(_size(r, unit) for r in members[x])]) for x in rare}
+    w |= {x: _q([_size(r, unit) for r in members[x] if not rare & set(_kvs(r))]) for x in kv - rare}
+    order = sorted(kv - rare, key=lambda x: (len(members[x]), x))
+    for _ in range(100):
+        moved = False
+        for x in order:
+            sub = members[x]
+            need = math.ceil(QUANTILE * len(sub))
+            others = [(max((w[y] for y in _kvs(r) if y != x), default=0.0), _size(r, unit)) for r in sub]
+            inside = sum(max(o, w[x]) >= sz for o, sz in others)
+            rest = sorted(sz for o, sz in others if max(o, w[x]) < sz)
+            if need > inside:
+                w[x], moved = rest[need - inside - 1], True
+        if not moved:
+            break
+    return w
+
+
+def _kvs(r: dict) -> list[str]:
+    return [f"{k}={r['keys'][k]}" for k in STRATUM_KEYS]
+
+
+def build(rows: list[dict], unit: str) -> dict:
+    """The band table from these residuals, in `unit`: the unseen spread, a width per key value (_widths),
+    how many records hold each key value and each combination."""
+    unseen = _up(_q([_size(r, unit) for r in rows]))
+    widths = _widths(rows, unit, unseen)
+    seen = {x: sum(x in _kvs(r) for r in rows) for x in sorted(widths)}
+    combos: dict = {}
+    for r in rows:
+        combos[r["combination"]] = combos.get(r["combination"], 0) + 1
+    return {"unit": unit, "unseen": {"width": unseen, "records": len(rows), "quantile": QUANTILE},
+            "min_stratum": MIN_STRATUM,
+            "strata": {x: {"width": _up(w), "records": seen[x]} for x, w in sorted(widths.items())},
+            "seen": seen, "combinations": dict(sorted(combos.items()))}
+
+
+def covered(doc: dict, r: dict) -> bool:
+    w, _ = width_for(doc, r["keys"], r["budget"])
+    return abs(r["residual"]) <= w
+
+
+def held_out(rows: list[dict], unit: str) -> dict[str, bool]:
+    """Each record scored against the table built without every record of its combination."""
+    out = {}
+    for c in sorted({r["combination"] for r in rows}):
+        doc = build([r for r in rows if r["combination"] != c], unit)
+        out |= {r["id"]: covered(doc, r) for r in rows if r["combination"] == c}
+    return out
+
+
+def choose(rows: list[dict]) -> tuple[str, dict]:
+    """The unit with the higher held-out coverage (GiB on a tie), and each unit's coverage."""
+    cov = {u: sum(held_out(rows, u).values()) / len(rows) if rows else 0.0 for u in UNITS}
+    return max(UNITS, key=lambda u: (cov[u], u == "gib")), cov
+
+
+def strata_table(rows: list[dict], doc: dict, held: dict[str, bool]) -> list[dict]:
+    """Per stratum (every key value, then every combination of >= MIN_STRATUM records): n, median and p90
+    |residual| GiB, coverage of the shipped band, held-out coverage."""
+    out = []
+    groups = [(f"{k}={v}", [r for r in rows if str(r["keys"][k]) == v])
+              for k in STRATUM_KEYS for v in sorted({str(r["keys"][k]) for r in rows})]
+    groups += [(f"combination {c}", [r for r in rows if r["combination"] == c])
+               for c in sorted({r["combination"] for r in rows})]
+    for name, sub in groups:
+        if name.startswith("combination") and len(sub) < MIN_STRATUM:
+            continue
+        a = [abs(r["residual"]) / GiB for r in sub]
+        out.append({"stratum": name, "n": len(sub), "median": statistics.median(a), "p90": accuracy._pct(a, 0.9),
+                    "coverage": sum(covered(doc, r) for r in sub) / len(sub),
+                    "held_out": sum(held[r["id"]] for r in sub) / len(sub)})
+    return out
+
+
+def analyse(ev: dict) -> dict:
+    rows = residuals(ev)
+    unit, cov = choose(rows)
+    doc = build(rows, unit)
+    held = held_out(rows, unit)
+    test = residuals(ev, "test")
+    return {"rows": rows, "unit": unit, "unit_coverage": cov, "doc": doc, "held": held,
+            "strata": strata_table(rows, doc, held),
+            "coverage": sum(covered(doc, r) for r in rows) / len(rows) if rows else 0.0,
+            "held_out": sum(held.values()) / len(rows) if rows else 0.0,
+            "test": test, "test_coverage": sum(covered(doc, r) for r in test) / len(test) if test else None}
+
+
+def missed(a: dict) -> list[str]:
+    bad = [f"{s['stratum']}: {s['coverage']:.0%} of {s['n']}" for s in a["strata"]
+           if s["n"] >= MIN_STRATUM and s["coverage"] < COVERAGE_TARGET]
+    if a["held_out"] < COVERAGE_TARGET - 0.1:
+        bad.append(f"held-out coverage {a['held_out']:.0%}")
+    return bad
+
+
+HEADER = """\
+# Available-KV error band: written by `python benchmarks/error_band.py` from the leave-one-combination-out
+# residuals (predicted - logged 'Available KV cache memory') of benchmarks/accuracy.py on data/logs dev, dev2
+# and the found records' train split (never the test split). A combination = layout class | weight format |
+# release era ('assumed' when the log prints none) | features | GPU class (configurator/estimate/band.py).
+# unseen.width: the 90% order statistic of every residual (each predicted by a fit that never saw its
+# combination); strata: the same per key value with >= 5 records; an estimate's half-width is the widest of
+# unseen and its strata. unit: gib, or budget_fraction (x util x total), whichever held more residuals with
+# each combination scored against the table built without it. combinations / seen: how many logs back each.
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true", help="print coverage only; do not write the table")
-    a = ap.parse_args(argv)
-    rows = residuals()
-    cov = coverage(rows)
-    print(f"{len(rows)} records, {len({r['group'] for r in rows})} groups; cross-validated residuals; "
-          f"leave-one-group-out coverage of the band: {cov:.0%}")
-    t = table(rows)
-    for k, v in t.items():
-        print(f"  {k:<28} -{v['below_gib']:.2f} / +{v['above_gib']:.2f} GiB over {v['records']} records")
-    if not a.check:
-        OUT.write_text("# Available-KV error band: written by `python benchmarks/error_band.py` from the\n"
-                       "# leave-one-group-out cross-validated residuals (predicted - logged 'Available KV cache\n"
-                       "# memory') of benchmarks/accuracy.py on data/logs/vllm-startup-logs dev + dev2,\n"
-                       "# every record it runs that logs its available KV. below_gib: how far vLLM's figure\n"
-                       "# may fall below the prediction; above_gib: how far above. Both are the\n"
-                       f"# {QUANTILE:.0%} quantile of the absolute residuals; one 'all' row: too few records\n"
-                       "# per era / architecture cell. gpu_classes: the records by GPU class; a class\n"
-                       "# with none gets the widened band of estimate/band.py UNSEEN_CLASS_FRACTION.\n"
-                       + yaml.safe_dump({"bands": t, "gpu_classes": gpu_classes(rows)}, sort_keys=False))
+    args = ap.parse_args(argv)
+    a = analyse(accuracy.evaluate())
+    doc = a["doc"]
+    print(f"{len(a['rows'])} records, {len(doc['combinations'])} combinations; leave-one-combination-out residuals")
+    print("held-out coverage by unit: " + ", ".join(f"{u} {c:.0%}" for u, c in a["unit_coverage"].items())
+          + f"; chosen: {a['unit']}")
+    print(f"unseen width {doc['unseen']['width']} ({a['unit']}); coverage {a['coverage']:.0%} (shipped table), "
+          f"{a['held_out']:.0%} (held out)")
+    for s in a["strata"]:
+        print(f"  {s['stratum']:<60} n={s['n']:<3} median {s['median']:.2f} p90 {s['p90']:.2f} GiB "
+              f"coverage {s['coverage']:.0%} held-out {s['held_out']:.0%}")
+    if a["test"]:
+        print(f"test split: {len(a['test'])} records, band coverage {a['test_coverage']:.0%}")
+    if not args.check:
+        OUT.write_text(HEADER + yaml.safe_dump(doc, sort_keys=False))
         print(f"wrote {OUT.relative_to(ROOT)}")
-    return 0 if cov >= COVERAGE_TARGET else 1
+    bad = missed(a)
+    for b in bad:
+        print(f"TARGET MISSED: {b}", file=sys.stderr)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

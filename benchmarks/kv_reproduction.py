@@ -27,7 +27,9 @@ from configurator.units import GiB
 
 LOG_DATA = Path(__file__).resolve().parents[1] / "data" / "logs"  # the repository's own copy (data/README.md)
 DEFAULT_LOGS = LOG_DATA / "vllm-startup-logs.dev.jsonl"
-ALL_LOGS = (DEFAULT_LOGS, LOG_DATA / "vllm-startup-logs.dev2.jsonl")
+DEV_LOGS = (DEFAULT_LOGS, LOG_DATA / "vllm-startup-logs.dev2.jsonl")
+FOUND_LOGS = LOG_DATA / "vllm-startup-logs.found.jsonl"  # collected for issue 25; `split` train / test
+ALL_LOGS = (*DEV_LOGS, FOUND_LOGS)
 # how a quantized release is usually named after its base model; the base's geometry is the same
 QUANT_SUFFIX = re.compile(r"[-_.](AWQ(-4bit)?|GPTQ(-Int[48])?|FP8(-dynamic)?|NVFP4|MXFP4|W4A16|W8A8|INT4|"
                           r"quantized\.w8a8|qat-w4a16-ct|AutoRound)$", re.I)
@@ -192,7 +194,7 @@ def flags_for(record: dict) -> dict:
     return f
 
 
-NOT_STOCK = re.compile(r"not stock vLLM|vllm-omni|Unsloth", re.I)
+NOT_STOCK = re.compile(r"not stock vLLM|vllm-omni|Unsloth|\bpatched build\b", re.I)
 
 
 def not_stock(record: dict) -> str | None:
@@ -237,7 +239,7 @@ def run(paths=ALL_LOGS) -> tuple[list[dict], list[dict]]:
         tok_err = (res.kv_cache.tokens - r["kv_cache_tokens"]) / r["kv_cache_tokens"]
         conc = r.get("max_concurrency")
         conc_err = (res.kv_cache.max_concurrency - conc) / conc if conc else None
-        done.append({"id": r["id"], "version": res.vllm_version, "model": used,
+        done.append({"id": r["id"], "set": str(r.get("split") or "dev"), "version": res.vllm_version, "model": used,
                      "kv_gib": r["available_kv_cache_gib"], "logged_tokens": r["kv_cache_tokens"],
                      "tokens": res.kv_cache.tokens, "tok_err": tok_err, "logged_conc": conc,
                      "conc": res.kv_cache.max_concurrency, "conc_err": conc_err,
@@ -249,6 +251,10 @@ def run(paths=ALL_LOGS) -> tuple[list[dict], list[dict]]:
 def misses(done: list[dict], tolerance: float = TOLERANCE) -> list[dict]:
     """Records whose tokens or concurrency are off by more than the tolerance (no exclusions)."""
     return [d for d in done if abs(d["tok_err"]) > tolerance or abs(d["conc_err"] or 0) > tolerance]
+
+
+def _count(rows: list[dict], sets: tuple[str, ...]) -> int:
+    return sum(d.get("set", "dev") in sets for d in rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,17 +272,23 @@ def main(argv: list[str] | None = None) -> int:
                     f"{d['conc']:.2f} | {ce} |")
     off = misses(done)
     worst = max((max(abs(d["tok_err"]), abs(d["conc_err"] or 0)) for d in done), default=0.0)
-    out = ["# KV-cache reproduction on the dev and dev2 log sets", "",
+    out = ["# KV-cache reproduction on the dev, dev2 and found log sets", "",
            "`python benchmarks/kv_reproduction.py`: `estimate --kv-cache-memory-bytes <logged GiB>` "
            "with each record's flags, against the logged 'GPU KV cache size' and 'Maximum concurrency', on "
            "every record that logs a version, its available KV memory and its tokens. Target: every record "
            f"within {TOLERANCE:.0%} (the logged GiB is rounded to 0.01, which alone moves small pools by up to "
            "~0.1%); the script exits 1 on any miss.", "",
            f"Within {TOLERANCE:.0%}: {len(done) - len(off)} of {len(done)} records run; worst error {worst:.2%}.",
-           "", *rows, "", "## Records not run", "", "| record | model | reason |", "|---|---|---|"]
+           "",
+           *(f"- {name}: {_count(done, sets) - _count(off, sets)} of {_count(done, sets)} within {TOLERANCE:.0%}"
+                 for name, sets in (("dev + dev2", ("dev",)), ("found, train split", ("train",)),
+                                    ("found, test split", ("test",)))), "",
+           *rows, "", "## Records not run", "", "| record | model | reason |", "|---|---|---|"]
     out += [f"| {s['id']} | {s['model']} | {s['reason']} |" for s in skipped]
     if off:
-        out += ["", "## Misses", "", *(f"- {d['id']}: tokens {d['tok_err']:+.2%}" for d in off)]
+        out += ["", "## Misses", "", *(f"- {d['id']}: tokens {d['tok_err']:+.2%}, concurrency "
+                                             f"{'n/a' if d['conc_err'] is None else format(d['conc_err'], '+.2%')}"
+                                             for d in off)]
     a.out.write_text("\n".join(out) + "\n")
     print("\n".join(out))
     return 1 if off else 0

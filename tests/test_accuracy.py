@@ -1,10 +1,12 @@
-"""The available-KV prediction on dev + dev2 meets the targets benchmarks/accuracy.md publishes
-(benchmarks/accuracy.py: in-sample, leave-one-group-out cross-validated, verdicts), and the harness's
-own parts (release by date, feature flags, the fit, the cross-validation) do what they say."""
+"""The available-KV prediction on dev + dev2 + the found set meets the targets benchmarks/accuracy.md
+publishes (benchmarks/accuracy.py: in-sample, leave-one-combination-out cross-validated, verdicts, the
+test split apart), README / docs print the script's own figures, and the harness's parts (release by
+date, feature flags, the fit with its CUDA-graph terms, the cross-validation, the band) do what they say."""
 
 import json
 
 import pytest
+import yaml
 
 from configurator.units import GiB
 from tests.conftest import ROOT, load_benchmark, repo_data
@@ -28,13 +30,35 @@ def acc(mod):
 def test_every_target_is_met(acc):
     mod, _ev, s = acc
     assert not mod.claims_missed(s), mod.claims_missed(s)
-    assert s["all"]["in"]["n"] >= 20 and s["log"]["in"]["n"] >= 10
+    assert s["all"]["in"]["n"] >= 40 and s["log"]["in"]["n"] >= 20
 
 
-def test_accuracy_md_publishes_the_scripts_targets(mod):
+def test_accuracy_md_publishes_the_scripts_targets_and_measures(acc):
+    """The targets table of benchmarks/accuracy.md is what the script measures now (threshold, measured
+    value, met), not an older run's."""
+    mod, _ev, s = acc
     text = (ROOT / "benchmarks" / "accuracy.md").read_text()
+    got = mod.measured(s)
     for key, value in mod.CLAIMS.items():
-        assert f"| {key} <= {value} |" in text
+        row = f"| {key} <= {value} | {mod._fmt(got[key], key)} | {'yes' if got[key] <= value else '**no**'} |"
+        assert row in text, row
+
+
+def test_readme_and_docs_print_the_scripts_own_figures(acc):
+    """Every accuracy figure README.md and docs/accuracy.md state is the paragraph the script prints from
+    this run's summary (regenerate with `python benchmarks/accuracy.py` and copy it when it changes)."""
+    mod, _ev, s = acc
+    paragraph = mod.published(s)
+    for path in (ROOT / "README.md", ROOT / "docs" / "accuracy.md", ROOT / "benchmarks" / "accuracy.md"):
+        assert paragraph in path.read_text(), path
+    band = yaml.safe_load((ROOT / "profiles" / "error_bands.yaml").read_text())
+    assert band == s["band"]["doc"]  # the shipped band table is the one this run builds
+
+
+def test_the_calibrate_round_trip_is_labelled_a_consistency_check_not_an_accuracy_figure():
+    for path in (ROOT / "README.md", ROOT / "docs" / "accuracy.md"):
+        text = " ".join(path.read_text().split())
+        assert "consistency check, not an accuracy figure" in text, path
 
 
 def test_tool_beats_the_naive_baseline_in_and_out_of_sample(acc):
@@ -49,8 +73,10 @@ def test_records_that_print_no_release_say_which_they_are_evaluated_as_and_why(a
     assert unprinted and any(r["case"].release.how == "date" for r in unprinted)
     for r in unprinted:
         rel = r["case"].release
-        assert rel.how in ("date", "prose", "sibling", "default") and rel.why
+        assert rel.how in ("date", "default") and rel.why
         assert r["version"] == rel.version
+        assert r["case"].keys["era"] == "assumed"  # the band of an unknown release: its own stratum
+    assert all(r["case"].keys["era"] != "assumed" for r in ev["rows"] if r["case"].version)
 
 
 def test_records_with_features_run_with_their_flags(acc):
@@ -77,22 +103,45 @@ def test_the_script_exits_one_when_a_target_is_missed(acc, monkeypatch, tmp_path
 # ---------------------------------------------------------------- cross-validation
 
 
-def test_cross_validation_predicts_each_group_with_a_fit_that_never_saw_it(acc):
+def test_cross_validation_predicts_each_combination_with_a_fit_that_never_saw_it(acc):
     mod, ev, _s = acc
     fitted = [r for r in ev["rows"] if mod._fitted(r)]
-    groups = {r["case"].group for r in fitted}
-    assert len(groups) >= 5
-    changed = 0
-    for g in sorted({r["case"].group for r in ev["rows"] if r["parts"]}):
+    assert len({r["case"].group for r in fitted}) >= 10
+    changed = graphs = 0
+    for g in sorted({r["case"].group for r in ev["rows"] if r["parts"] and r["case"].split != "test"}):
+        assert g == mod.combination(next(r["case"].keys for r in ev["rows"] if r["case"].group == g))
         train = [(r["parts"], r["case"].logged_kv) for r in fitted if r["case"].group != g]
         expected = mod.fit(train)
-        held = [r for r in ev["rows"] if r["case"].group == g]
+        held = [r for r in ev["rows"] if r["case"].group == g and r["case"].split != "test"]
         assert all(r["cv_fit"] == expected for r in held), g
         for r in held:
             if r["parts"]:
                 assert r["cv_kv"] == mod.kv_with(r["parts"], mod.coeffs_from(expected, r["version"]))
         changed += expected != ev["fitted"]
-    assert changed  # leaving some group out moves the coefficients
+        graphs += (expected.graph_base, expected.graph_per_layer) != (ev["fitted"].graph_base,
+                                                                      ev["fitted"].graph_per_layer)
+    assert changed  # leaving some combination out moves the coefficients
+    assert graphs  # the CUDA-graph terms are refit inside the folds, not held
+
+
+def test_the_test_split_is_never_fitted_and_reported_apart(acc):
+    mod, ev, s = acc
+    test = [r for r in ev["rows"] if r["case"].split == "test"]
+    assert test and not any(mod._fitted(r) for r in test)
+    assert all(r["cv_fit"] == ev["fitted"] for r in test)  # predicted by the fit on all the others
+    assert s["all"]["in"]["n"] == sum(r["case"].logged_kv is not None for r in ev["rows"] if r["case"].split != "test")
+    assert s["test"]["n"] == len(test)
+    # the split is the collector's, set by a hash of the source before any fitting
+    found = [json.loads(x) for x in (ROOT / "data" / "logs" / "vllm-startup-logs.found.jsonl").read_text().splitlines()
+             if x.strip()]
+    assert {r["split"] for r in found} == {"train", "test"} and all(r.get("how_found") for r in found)
+
+
+def test_no_record_is_dropped_for_how_it_misses(acc):
+    """Left out only for what the record does not give or the tool does not model, never for its error."""
+    _mod, ev, _s = acc
+    for k in ev["skipped"]:
+        assert "bigger than named" not in k["reason"] and "miss" not in k["reason"]
 
 
 def test_records_at_the_default_release_are_never_fitted(acc):
@@ -166,7 +215,6 @@ def test_a_printed_release_wins_over_any_date(mod):
     ({"other_flags": "Kubernetes pod, image vllm/vllm-openai:latest (Jan 2026)"}, "0.15.0", "2026-01-31"),
     ({"other_flags": "image vllm/vllm-openai:latest (Jan 2026)", "notes": "rerun on 2026-01-10"}, "0.13.0",
      "2026-01-10"),  # the earliest date the record gives
-    ({"notes": "Log dated 08-02 (2026), very recent vLLM"}, "0.26.0", "2026-08-02"),
     ({"notes": "a report of 3 March 2026"}, "0.16.0", "2026-03-03"),
     ({"source": "a blog (2026-04-03)"}, "0.19.0", "2026-04-03"),  # a release's own day is that release
     ({"source": "a blog (2026-04-02)"}, "0.18.0", "2026-04-02"),
@@ -179,23 +227,19 @@ def test_a_record_dated_by_its_own_text_is_the_release_out_then(mod, record, ver
 
 def test_a_day_month_pair_without_a_year_dates_nothing(mod):
     assert mod.release_for({"source": "boot log dated 08-14"}).how == "default"
+    assert mod.release_for({"notes": "Log dated 08-02 (2026), very recent vLLM"}).how == "default"
     assert mod.release_for({"notes": "Qwen2.5-7B on a 2x24 GB box, v 2026.5.8 of a trainer"}).how == "default"
 
 
-def test_a_release_stated_in_prose_and_the_siblings_release(mod):
+def test_one_rule_prose_siblings_and_a_bare_year_decide_nothing(mod):
+    """Printed, else dated (the newest release of the date), else the default: no rule around a record's
+    wording ('other run is 0.19.0', a sibling's image, '(..., 2026)')."""
     prose = {"notes": "vLLM version not visible in excerpt (same article's other run is 0.19.0)."}
-    assert mod.release_for(prose) == mod.Release("0.19.0", "prose", "'other run is 0.19.0'")
+    assert mod.release_for(prose) == mod.Release(mod.NEWEST, "default", "no release printed and no date")
     src = "GitHub file: a bench doc"
     a = {"source": src, "other_flags": "docker vllm/vllm-openai:latest; --x", "notes": "version not stated (2026)"}
     b = {"source": src, "other_flags": "docker vllm/vllm-openai:latest; --y", "vllm_version": "0.28.0"}
-    other_image = {"source": src, "other_flags": "docker vllm/vllm-openai:v0.20.0", "vllm_version": "0.20.0"}
-    other_source = {"source": "another doc", "other_flags": "docker vllm/vllm-openai:latest", "vllm_version": "0.11.0"}
-    rel = mod.release_for(a, records=[a, b, other_image, other_source])
-    assert (rel.version, rel.how) == ("0.28.0", "sibling")
-    # siblings that disagree say nothing; the year alone then dates it (its last day)
-    c = {**b, "vllm_version": "0.27.0"}
-    rel = mod.release_for(a, records=[a, b, c])
-    assert (rel.version, rel.how) == ("0.33.0", "date") and "2026-12-31" in rel.why
+    assert mod.release_for(a, records=[a, b]).how == "default"
 
 
 def test_a_record_dated_before_the_first_dated_release_is_left_out(mod):
@@ -241,22 +285,38 @@ def test_an_option_the_tool_does_not_model_leaves_the_record_out(mod):
         is None
 
 
-def test_a_logged_kv_the_named_gpu_cannot_hold_leaves_the_record_out(mod, tmp_path):
-    base = {"engine": "V1", "vllm_version": "0.28.0", "model": "Qwen/Qwen3-0.6B", "gpu": "NVIDIA L4",
-            "gpu_family": "L4", "num_gpus": 1, "gpu_memory_utilization": 0.9, "status": "ok",
-            "source": "synthetic"}
+def test_a_logged_kv_the_named_gpu_cannot_hold_is_evaluated_on_its_familys_size_never_dropped(mod, tmp_path):
+    base = {"engine": "V1", "vllm_version": "0.28.0", "model": "Qwen/Qwen3-0.6B", "num_gpus": 1,
+            "gpu_memory_utilization": 0.9, "status": "ok", "source": "synthetic"}
+    h20 = {**base, "gpu": "NVIDIA H20 (memory not printed)", "gpu_family": "H20"}
+    l4 = {**base, "gpu": "NVIDIA L4", "gpu_family": "L4"}
     logs = tmp_path / "logs.jsonl"
     logs.write_text("\n".join(json.dumps(r) for r in (
-        {**base, "id": "ok-1", "available_kv_cache_gib": 18.0},
-        {**base, "id": "too-big", "available_kv_cache_gib": 40.0})) + "\n")
-    ev = mod.evaluate([logs])
-    assert [r["case"].id for r in ev["rows"]] == ["ok-1"]
-    assert "GPU bigger than named" in next(k["reason"] for k in ev["skipped"] if k["id"] == "too-big")
-    # a GPU known by the CUDA total vLLM logged is what it is: the record stays in (a miss, counted)
-    logged = {**base, "id": "logged-total", "gpu_family": "unknown", "available_kv_cache_gib": 40.0,
-              "gpu_total_memory_logged": "21.9/22.03 GiB (free/total)"}
-    logs.write_text(json.dumps(logged) + "\n")
-    assert [r["case"].id for r in mod.evaluate([logs])["rows"]] == ["logged-total"]
+        {**h20, "id": "fits-96", "available_kv_cache_gib": 70.0},
+        {**h20, "id": "needs-141", "available_kv_cache_gib": 110.0},  # more than 0.9 x 96 GB
+        {**l4, "id": "l4-too-big", "available_kv_cache_gib": 40.0})) + "\n")  # the L4 has one size
+    ev = mod.evaluate([logs], cv=False)
+    rows = {r["case"].id: r for r in ev["rows"]}
+    assert set(rows) == {"fits-96", "needs-141", "l4-too-big"} and not ev["skipped"]
+    assert rows["fits-96"]["res"].gpu.name == "h20" and not rows["fits-96"]["case"].gpu_note
+    assert rows["needs-141"]["res"].gpu.name == "h20-3e"
+    assert "smallest of its family" in rows["needs-141"]["case"].gpu_note
+    assert rows["l4-too-big"]["res"].gpu.name == "l4"  # kept: a miss, counted
+
+
+def test_the_l4_cuda_total_does_not_come_from_a_scored_record():
+    text = (ROOT / "profiles" / "gpus" / "l4.yaml").read_text()
+    ids = [json.loads(x)["id"] for f in ("dev", "dev2", "found")
+           for x in (ROOT / "data" / "logs" / f"vllm-startup-logs.{f}.jsonl").read_text().splitlines() if x.strip()]
+    assert not any(i in text for i in ids)
+
+
+def test_records_whose_inputs_are_unstated_are_left_out_with_the_reason(mod):
+    assert "not stated" in mod.format_unstated({"model": "Qwen3-27B (checkpoint/quantization not shown)"})
+    assert mod.format_unstated({"model": "x", "quantization": "awq", "notes": "quantization not stated"}) is None
+    assert "another process" in mod.format_unstated({"gpu": "1x L40S, shared with a second vLLM container"})
+    held = {"gpu": "L4", "notes": "another process held 2,000 MiB", "gpu_family": "L4"}
+    assert mod.format_unstated(held) is None  # the amount is stated: --gpu-memory-used
 
 
 # ---------------------------------------------------------------- what the evaluation holds
@@ -315,21 +375,114 @@ def test_a_quantized_checkpoint_resolved_to_its_base_carries_the_records_quantiz
 # ---------------------------------------------------------------- benchmarks/error_band.py
 
 
-def test_band_is_the_90th_percentile_of_the_absolute_residuals_floored():
-    eb = load_benchmark("error_band")
-    rows = [{"group": f"g{i}", "residual": (-1) ** i * i * GiB // 10} for i in range(1, 11)]  # 0.1 .. 1.0 GiB
-    lo, hi = eb.band(rows)
-    assert lo == hi and abs(lo - 0.91 * GiB) <= 2  # between the 9th (0.9) and 10th (1.0) absolute residual
-    # one residual of 12 GiB moves the band by a tenth of its excess (interpolation), not to 1.645 x RMS = 6.3 GiB
-    lo_out, _ = eb.band([*rows[:-1], {"group": "g10", "residual": 12 * GiB}])
-    assert lo_out < 2.5 * GiB
-    from configurator.estimate.band import FLOOR_BYTES
-    assert eb.band([{"group": "a", "residual": 0}]) == (FLOOR_BYTES, FLOOR_BYTES)
+def _res(i: int, gib: float, **keys):
+    k = {"layout": "gqa", "weights": "16-bit", "era": "consumed", "features": "none", "gpu_class": "datacenter"}
+    k |= keys
+    from configurator.estimate.band import combination
+    return {"id": f"r{i}", "keys": k, "combination": combination(k), "budget": 40 * GiB, "residual": gib * GiB}
 
 
-def test_band_coverage_holds_each_group_out():
+def test_quantile_is_the_order_statistic_that_holds_the_share():
     eb = load_benchmark("error_band")
-    small = [{"group": f"g{i}", "residual": GiB // 10} for i in range(9)]
-    rows = [*small, {"group": "odd", "residual": 5 * GiB}]
-    # the odd group is judged by the band of the others (0.1 GiB): it falls outside
-    assert eb.coverage(rows) == pytest.approx(9 / 10)
+    xs = [i / 10 for i in range(1, 11)]  # 0.1 .. 1.0
+    assert eb._q(xs) == 0.9 and eb._q(xs[:5]) == 0.5  # 5 values: 90% holds all of them
+
+
+def test_every_stratum_of_five_holds_ninety_percent_and_an_outlier_widens_only_its_rare_key():
+    eb = load_benchmark("error_band")
+    rows = [_res(i, 0.1 * (i % 7 + 1), layout="gqa" if i % 2 else "sliding") for i in range(20)]
+    rows.append(_res(99, 12.0, weights="mxfp4"))  # one record of a rare weight format, far off
+    doc = eb.build(rows, "gib")
+    assert doc["strata"]["weights=mxfp4"]["width"] >= 12.0  # its rare key carries it
+    assert doc["strata"]["layout=gqa"]["width"] < 1.0 and doc["strata"]["gpu_class=datacenter"]["width"] < 1.0
+    for name, sub in (("gqa", [r for r in rows if r["keys"]["layout"] == "gqa"]), ("all", rows)):
+        assert sum(eb.covered(doc, r) for r in sub) >= 0.9 * len(sub), name
+
+
+def test_held_out_coverage_scores_each_combination_against_a_table_without_it():
+    eb = load_benchmark("error_band")
+    rows = [_res(i, 0.2) for i in range(9)] + [_res(9, 5.0, layout="mla")]
+    held = eb.held_out(rows, "gib")
+    assert held["r9"] is False  # the mla record, judged by the others' table, falls outside
+    assert all(held[f"r{i}"] for i in range(9))
+
+
+def test_the_unit_is_chosen_by_held_out_coverage():
+    eb = load_benchmark("error_band")
+    # errors proportional to the budget: a fraction holds them across budgets, GiB does not
+    rows = []
+    for i in range(12):
+        r = _res(i, 0.0, layout=f"l{i}")
+        r["budget"] = (10 + 10 * i) * GiB
+        r["residual"] = int(0.05 * r["budget"])
+        rows.append(r)
+    unit, cov = eb.choose(rows)
+    assert unit == "budget_fraction" and cov["budget_fraction"] > cov["gib"]
+
+
+def test_band_lookup_says_what_it_rests_on(monkeypatch):
+    from configurator.estimate import band as B
+
+    doc = {"unit": "gib", "unseen": {"width": 2.0, "records": 30, "quantile": 0.9}, "min_stratum": 5,
+           "strata": {"layout=gqa": {"width": 0.5, "records": 20}, "weights=16-bit": {"width": 0.8, "records": 20},
+                      "era=consumed": {"width": 0.4, "records": 10}, "features=none": {"width": 0.3, "records": 20},
+                      "gpu_class=datacenter": {"width": 0.6, "records": 25}, "weights=mxfp4": {"width": 9.0,
+                                                                                               "records": 2}},
+           "seen": {"layout=gqa": 20, "weights=16-bit": 20, "era=consumed": 10, "features=none": 20,
+                    "gpu_class=datacenter": 25, "weights=mxfp4": 2},
+           "combinations": {"gqa|16-bit|consumed|none|datacenter": 7}}
+    keys = {"layout": "gqa", "weights": "16-bit", "era": "consumed", "features": "none", "gpu_class": "datacenter"}
+    monkeypatch.setattr(B, "_doc", lambda: doc)
+    seen = B.band_for(keys, 70 * GiB)
+    assert seen.below == seen.above == int(0.8 * GiB)  # the widest of its keys' widths
+    assert seen.basis.startswith("validated by 7 logs of this kind") and seen.logs == 7
+    rocm = B.band_for({**keys, "gpu_class": "rocm"}, 70 * GiB)
+    assert rocm.below == 2 * GiB and rocm.basis.startswith("no log of this kind: band widened to +-2.00 GiB")
+    assert "gpu_class=rocm (0)" in rocm.basis
+    mx = B.band_for({**keys, "weights": "mxfp4"}, 70 * GiB)
+    assert mx.below == 9 * GiB and "weights=mxfp4 (2)" in mx.basis
+    assert B.band_for({**keys, "era": "weights_peak"}, 70 * GiB).below == 2 * GiB  # a key value no log holds
+    monkeypatch.setattr(B, "_doc", lambda: {**doc, "unit": "budget_fraction"})
+    assert B.band_for(keys, 50 * GiB).below == int(0.8 * 50 * GiB)
+
+
+def test_stratum_keys_of_real_models():
+    from configurator.estimate.band import stratum_keys
+    from configurator.hardware.catalog import find_gpu
+    from configurator.model.resolve import resolve_model
+
+    k = stratum_keys(resolve_model("meta-llama/Llama-3.1-8B-Instruct"), "0.28.0", {}, find_gpu("h100-80gb"))
+    assert k == {"layout": "gqa", "weights": "16-bit", "era": "consumed", "features": "none",
+                 "gpu_class": "datacenter"}
+    k = stratum_keys(resolve_model("openai/gpt-oss-120b"), "0.11.0", {"enable_lora": True}, find_gpu("mi300x"), True)
+    assert (k["layout"], k["weights"], k["era"], k["features"], k["gpu_class"]) == \
+        ("sliding", "mxfp4", "assumed", "lora", "rocm")
+
+
+def test_the_fit_recovers_the_cuda_graph_terms(mod):
+    k, e, const, gb, gl = 5.0, 0.4, mod.NON_TORCH_BYTES, 300 * 2**20, 6 * 2**20
+    items = []
+    for i in range(12):
+        p = mod.Parts(round((20 + i) * GiB), round(0.1 * GiB), 0.25 * GiB, (1.0, 4.0, 0.25)[i % 3], False, "0.11.0",
+                      float(i % 2), float(20 + 10 * (i % 4)) * (i % 2))
+        items.append((p, p.kv(k, e, const, 0, gb, gl)))
+    got = mod.fit(items)
+    assert abs(got.graph_base - gb) < 64 * 2**20 and abs(got.graph_per_layer - gl) < 2**20
+
+
+def test_feature_values_in_yaml_flow_style_and_printed_unset(mod):
+    spec = {"other_flags": "speculative_config {method: mtp, num_speculative_tokens: 2}; reasoning_parser qwen3"}
+    assert mod.feature_flags(spec) == {"speculative_config": {"method": "mtp", "num_speculative_tokens": 2}}
+    assert mod.feature_flags({"other_flags": "CUDA graphs on, speculative_config=None, chunked prefill"}) == {}
+
+
+def test_an_estimate_without_a_named_release_gets_the_band_of_an_assumed_release():
+    from configurator.estimate import EstimateRequest, estimate
+    from configurator.estimate.band import release_assumed
+
+    assert release_assumed(None) and release_assumed("latest") and not release_assumed("0.28.0")
+    named = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="l4", vllm_version="0.33.0",
+                                     flags={"max_model_len": 8192}))
+    latest = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="l4", vllm_version="latest",
+                                      flags={"max_model_len": 8192}))
+    assert "|consumed|" in named.band_basis and "|assumed|" in latest.band_basis

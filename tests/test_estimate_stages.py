@@ -70,13 +70,14 @@ def test_no_calibration_estimate_cycle_and_version_data_is_plain():
 
 
 def test_band_from_the_table_and_verdict_across_it():
-    from configurator.estimate.band import band_bytes
-    from configurator.model.resolve import resolve_model
+    from configurator.estimate.band import band_for, stratum_keys
 
     r = estimate(_req(max_model_len=8192))
-    below, above, _ = band_bytes("0.33.0", resolve_model("meta-llama/Llama-3.1-8B-Instruct"))
-    assert r.kv_cache_bytes_low == r.memory.kv_cache_bytes - below
-    assert r.kv_cache_bytes_high == r.memory.kv_cache_bytes + above
+    inp = resolve_inputs(_req(max_model_len=8192))
+    band = band_for(stratum_keys(inp.model, "0.33.0", inp.flags, inp.gpu), r.memory.requested_bytes)
+    assert r.kv_cache_bytes_low == r.memory.kv_cache_bytes - band.below
+    assert r.kv_cache_bytes_high == r.memory.kv_cache_bytes + band.above
+    assert r.band_basis == band.basis and ("validated by" in band.basis or "no log of this kind" in band.basis)
     assert r.verdict == "fits" and any(line.startswith("error band:") for line in r.derivation)
     exact = estimate(_req(max_model_len=8192, kv_cache_memory_bytes=4 * GiB))
     assert exact.kv_cache_bytes_low == exact.kv_cache_bytes_high == 4 * GiB

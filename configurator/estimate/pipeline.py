@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from configurator.estimate.band import CALIBRATED_BYTES, band_bytes, widen_for_class
+from configurator.estimate.band import CALIBRATED_BYTES, band_for, release_assumed, stratum_keys
 from configurator.estimate.budget import Budget, plan_budget
 from configurator.estimate.explain import NEEDS_GPU, explain, explain_limited
 from configurator.estimate.inputs import NO_GPU, Inputs, resolve_inputs
@@ -33,29 +33,29 @@ def estimate(req: EstimateRequest) -> EstimateResult:
         return explain_limited(inp, kvp, budget, inp.v0_reason, oom)
     verdict = decide(inp, kvp, budget)
     result = explain(inp, kvp, budget, verdict)
-    return with_band(result, inp, kvp, budget, verdict)
+    return with_band(result, inp, kvp, budget, verdict, assumed=release_assumed(req.vllm_version))
 
 
-def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, verdict: Verdict) -> EstimateResult:
+def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, verdict: Verdict,
+              assumed: bool = False) -> EstimateResult:
     """The available-KV band and the verdict across it (configurator/estimate/band.py)."""
     avail = budget.available_bytes
-    basis = None
+    band = band_for(stratum_keys(inp.model, inp.b.version, inp.flags, inp.gpu, assumed),
+                    budget.requested_bytes)
+    basis = band.basis
     if budget.kv_bytes_flag:
         below = above = 0
-        why = "--kv-cache-memory-bytes: vLLM uses exactly this many bytes"
+        why = basis = "--kv-cache-memory-bytes: vLLM uses exactly this many bytes"
     elif budget.calibrated and not budget.calibrated_other_layout:
         below = above = CALIBRATED_BYTES
         why = basis = "calibrated from a real log of this model, GPU and release"
     elif budget.calibrated:  # measured at another TP / PP: the new layout's communication memory is predicted
-        below, above, row = band_bytes(inp.b.version, inp.model)
-        below, above = max(below, CALIBRATED_BYTES), max(above, CALIBRATED_BYTES)
-        why = (f"calibrated at another tensor / pipeline layout, so the dev logs' error for {row} applies "
+        below, above = max(band.below, CALIBRATED_BYTES), max(band.above, CALIBRATED_BYTES)
+        why = (f"calibrated at another tensor / pipeline layout, so the logs' error applies: {basis} "
                "(profiles/error_bands.yaml)")
     else:
-        below, above, row = band_bytes(inp.b.version, inp.model)
-        why = f"the 90th percentile of the dev logs' cross-validated errors, {row} (profiles/error_bands.yaml)"
-        below, above, basis = widen_for_class(below, above, inp.gpu, budget.requested_bytes)
-        why += f"; {basis}"
+        below, above = band.below, band.above
+        why = f"{basis} (profiles/error_bands.yaml)"
     if budget.features.unmodelled_layout and not budget.kv_bytes_flag:
         # a KV layout the tool does not model (its own warning names it): what vLLM's check needs per request is
         # unknown, so the pessimistic end is no KV at all and the verdict can be `at-risk`, never a silent `fits`

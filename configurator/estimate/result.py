@@ -101,11 +101,11 @@ class EstimateResult(BaseModel):
                             "'at-risk': it refuses somewhere inside the band; 'fits': it starts across the band; "
                             "'not-predicted': no GPU named or vLLM would run its V0 engine, so no start-up "
                             "verdict (exit code 3)")
-    band_basis: str | None = Field(None, description="what the error band rests on: 'validated by N logs of this "
-                                                     "kind' or 'no log of this kind: band widened to +-X GiB "
-                                                     "because ...'")
     kv_cache_bytes_low: int | None = Field(None, description="pessimistic end of the available-KV band (bytes)")
     kv_cache_bytes_high: int | None = Field(None, description="optimistic end of the available-KV band (bytes)")
+    band_basis: str | None = Field(None, description="what the band rests on: 'validated by N logs of this kind "
+                                                     "...' or 'no log of this kind: band widened to +-X GiB "
+                                                     "because ...' (profiles/error_bands.yaml)")
     vllm_version: str
     model: ModelInfo
     gpu: GPUInfo
