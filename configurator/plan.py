@@ -213,7 +213,7 @@ def with_headroom(n: int, headroom: float) -> int:
 
 
 def _carries(c: _Candidate, w: Workload, headroom: float) -> bool:
-    return c.result.fits and c.at_typical >= with_headroom(w.concurrency, headroom)
+    return c.result.verdict == "fits" and c.at_typical >= with_headroom(w.concurrency, headroom)
 
 
 def plan(req: PlanRequest) -> PlanResult:
@@ -279,7 +279,7 @@ def _solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:
         if chosen:
             break
     if chosen is None:
-        starting = [c for c in evaluated if c.result.fits and c.at_typical >= 1]
+        starting = [c for c in evaluated if c.result.verdict == "fits" and c.at_typical >= 1]
         if not starting:
             return _nothing_starts(model, gpu, req, evaluated, parallel, b.version, with_remedies)
         # the flags that carry the most of the workload; on a tie the earlier (preferred) candidate

@@ -166,13 +166,14 @@ def test_bound_server_is_checked_with_the_runtimes_flags_and_the_services_model_
 
 def test_runtime_in_another_file_binds_and_its_file_is_not_silent():
     # both runtimes auto-select vLLM at no priority: KServe's tie-break by name picks vllm-cuda-runtime (the
-    # template file's, 16384 tokens: fits), and the other file's runtime is then used by none
+    # template file's, 16384 tokens: one request fits the central prediction but not the band's low end, a
+    # warning), and the other file's runtime is then used by none
     got, code = _findings("kserve-runtime-template.yaml", "kserve-runtime-bound.yaml")
     assert {(r, f) for r, f, _ in got} == {("runtime-template-unbound", "kserve-runtime-bound.yaml"),
                                           ("release-unknown", "kserve-runtime-bound.yaml"),
-                                          ("read-by-server", "kserve-runtime-template.yaml")}
+                                          ("memory-at-risk", "kserve-runtime-template.yaml")}
     # no not-understood on the template's file: its runtime was read through the other file's InferenceService,
-    # which read-by-server (info) names there
+    # whose finding (memory-at-risk) is reported at the runtime's lines there
     assert code == 0
 
 
