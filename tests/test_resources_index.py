@@ -34,8 +34,8 @@ def test_a_changed_file_is_parsed_not_read_from_the_index(monkeypatch):
     assert not any(era.get("stale") for era in fresh["eras"])
     # and a caller that changes what it got does not change what the next caller gets
     first = load_yaml("profiles", "error_bands.yaml")
-    first["bands"].clear()
-    assert load_yaml("profiles", "error_bands.yaml")["bands"]
+    first["strata"].clear()
+    assert load_yaml("profiles", "error_bands.yaml")["strata"]
 
 
 def test_estimate_imports_no_yaml_parser():
