@@ -59,6 +59,18 @@ def mutate(rng, doc):
     return d
 
 
+def _may_deploy(text: str) -> bool:
+    """Whether a document of the file could deploy vLLM, by the project's rule (found beside this script)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from configurator.lint.engine import _may_deploy as may_deploy
+
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return True  # not YAML as written: check must say so
+    return any(may_deploy(d, False) for d in docs if d is not None) if docs else False
+
+
 def main():
     vc, seeds_dir, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 7)
@@ -90,11 +102,14 @@ def main():
             rep = json.loads(p.stdout)
             named = (rep.get("servers") or []) + (rep.get("findings") or [])
             seen = {os.path.basename(str(x.get("file"))) for x in named}
-            # a file with no vLLM server in it may rightly have nothing to say; count only files that had one
+            # a file with no vLLM server in it may rightly have nothing to say; count only files that name vLLM
+            # and could deploy it (issue 26: a Service, a ConfigMap no server reads or a document without a kind
+            # that holds no vLLM command, image or engine arguments only names it; the project's own rule,
+            # configurator.lint.engine._may_deploy, as tests/lint/test_fuzz.py applies it)
             for f in files:
                 with open(f) as fh:
-                    mentions = "vllm" in fh.read().lower()
-                if os.path.basename(f) not in seen and mentions:
+                    text = fh.read()
+                if os.path.basename(f) not in seen and "vllm" in text.lower() and _may_deploy(text):
                     unreported += 1
         except json.JSONDecodeError:
             aborted += 1
