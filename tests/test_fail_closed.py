@@ -165,3 +165,16 @@ def test_hostile_values_on_every_option_never_admit_a_refused_pod():
             if review(body, Options())["response"]["allowed"]:
                 allowed.append((flag, v[:20]))
     assert allowed == []
+
+
+@pytest.mark.parametrize("extra", [["-dp", "$((A * B))"], ["-dp", "{{ .Values.x }}"],
+                                   ["--data-parallel-size-local", "${X:-1e400}"]],
+                         ids=["arith", "template", "default"])
+def test_an_unresolved_data_parallel_size_does_not_open_the_gate(extra, run_cli, tmp_path):
+    """A data-parallel rank holds what one GPU holds: a size the file leaves to the environment still has the
+    per-GPU budget checked, so appending one to a pod that must be refused keeps it refused."""
+    text = pod([*REFUSED, *extra])
+    assert _admission(text)["allowed"] is False
+    f = tmp_path / "pod.yaml"
+    f.write_text(text)
+    assert run_cli("check", str(f)).exit_code == 1

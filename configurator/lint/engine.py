@@ -22,6 +22,7 @@ from configurator.lint.config import LintConfig, Settings
 from configurator.lint.extract import ANNOTATION_PREFIX, Server, image_release, ngc_tag
 from configurator.lint.find import extract_all
 from configurator.lint.load import Document, Problem
+from configurator.lint.parallel import per_gpu_unknown
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
 from configurator.model.resolver import manifest_model
 
@@ -509,7 +510,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                 version = behaviour("latest").version
             result, est_error, typical, catalog = None, None, None, None
             flags = _estimate_flags(s)
-            if model is not None and gpu is not None and not s.parallel_unresolved:
+            if model is not None and gpu is not None and not per_gpu_unknown(s):
                 used = 0
                 if s.annotations.get(USED_ANNOTATION):
                     try:
@@ -527,7 +528,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                         "max_num_seqs": result.flags["max_num_seqs"],
                         "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
                     typical = int(probe.kv_cache.max_concurrency)
-            elif model is not None and gpu is None and opts.catalog and not s.accelerator and not s.parallel_unresolved:
+            elif model is not None and gpu is None and opts.catalog and not s.accelerator and not per_gpu_unknown(s):
                 try:
                     catalog = _catalog_fit(model, version, flags, catalog_cache)
                 except InputError as e:

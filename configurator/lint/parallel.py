@@ -64,3 +64,20 @@ def gpus_per_replica(server: Any) -> tuple[int, str]:
     if dp > 1:
         text += f" x data_parallel_size {dp}"
     return tp * pp * dp, text
+
+
+# Sizes that change what one GPU holds: the weights split over tensor and pipeline ranks. A data-parallel rank is
+# an engine of its own with the same per-GPU memory (vllm/config/parallel.py: world_size = pipeline x tensor),
+# unless expert parallelism spreads the experts over the data-parallel ranks too.
+PER_GPU_SIZES = frozenset({"tensor_parallel_size", "pipeline_parallel_size"})
+
+
+def per_gpu_unknown(server: Any) -> set[str]:
+    """The unresolved parallel sizes (Server.parallel_unresolved) that leave one GPU's memory unknown: tensor and
+    pipeline sizes always; data-parallel sizes only with --enable-expert-parallel. An unresolved data-parallel
+    size alone leaves one rank's memory as written, so the budget is still checked per GPU (a pod that must be
+    refused stays refused when `-dp $((A * B))` is added)."""
+    unknown = set(server.parallel_unresolved)
+    if server.flags.get("enable_expert_parallel"):
+        return unknown
+    return unknown & PER_GPU_SIZES

@@ -456,8 +456,12 @@ def _assumed(ctx: Context) -> Iterator[Hit]:
             seen.add(text)
             yield Hit(text, loc)
     if s.parallel_unresolved:
-        yield Hit(f"{', '.join(sorted(s.parallel_unresolved))} not known from the file: the memory budget was not "
-                  "checked", s.loc)
+        from configurator.lint.parallel import per_gpu_unknown
+
+        unknown = per_gpu_unknown(s)
+        yield Hit(f"{', '.join(sorted(s.parallel_unresolved))} not known from the file: " +
+                  ("the memory budget was not checked" if unknown else
+                   "the memory budget was checked per GPU (a data-parallel rank holds what one GPU holds)"), s.loc)
 
 
 # Product-name marks of workstation, desktop and consumer parts (profiles/gpus/*.yaml product_names): GeForce
