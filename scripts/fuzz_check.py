@@ -22,21 +22,24 @@ import tempfile
 
 import yaml
 
-HOSTILE = [None, [], {}, "", 0, -1, 2**63, 10**30, 1e308, float("inf"), float("nan"), True, "x" * 300,
+HOSTILE = [None, [], {}, "", 0, -1, 2**63, 10**30, 10**400, 1e308, float("inf"), float("nan"), True, "x" * 300,
            "nan", "inf", "-1", "1e308", "99999999999999999999999", "{{ .Values.x }}", "$(FOO)", "vllm serve",
-           "--max-model-len", "auto", "\u202e", datetime.date(2001, 12, 14), [None], [[]], [{}], {"a": None},
-           {1: 2}, ["vllm", "serve", None], ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "1e308"],
-           ["sh", "-c", "vllm serve x --max-model-len '"], "Qwen/Qwen3-8B", "NVIDIA-H100-80GB-HBM3", 3.5, "1Gi"]
+           "--max-model-len", "auto", "\u202e", datetime.date(2001, 12, 14), [None], [[]], [{}], {"a": None}, {1: 2},
+           ["vllm", "serve", None], ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "1e308"],
+           ["sh", "-c", "vllm serve x --max-model-len '"], "Qwen/Qwen3-8B", "NVIDIA-H100-80GB-HBM3", 3.5, "1Gi",
+           "/bin/sh", "two", [2], "2001-12-14", {"a": 1}]
 
 
 def paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from paths(v, (*prefix, i))
+    """Every path in a document, without recursion (a mutated document can be deep)."""
+    stack = [(node, prefix)]
+    while stack:
+        v, p = stack.pop()
+        yield p
+        if isinstance(v, dict):
+            stack += [(c, (*p, k)) for k, c in v.items()]
+        elif isinstance(v, list):
+            stack += [(c, (*p, i)) for i, c in enumerate(v)]
 
 
 def mutate(rng, doc):
@@ -57,6 +60,14 @@ def mutate(rng, doc):
         else:
             cur[p[-1]] = [cur[p[-1]]] if rng.random() < 0.5 else {"x": cur[p[-1]]}
     return d
+
+
+def dump(d) -> str:
+    """The mutated document as YAML, else as JSON (a value YAML cannot write)."""
+    try:
+        return yaml.dump(d, allow_unicode=True)
+    except (ValueError, OverflowError, yaml.YAMLError):
+        return json.dumps(d, default=str)
 
 
 def _may_deploy(text: str) -> bool:
@@ -83,10 +94,7 @@ def main():
     for i in range(n):
         d = mutate(rng, rng.choice(seeds))
         path = os.path.join(tmp, f"m{i:05d}.yaml")
-        try:
-            text = yaml.dump(d, allow_unicode=True)
-        except Exception:
-            text = json.dumps(d, default=str)
+        text = dump(d)
         with open(path, "w") as fh:
             fh.write(text)
         files.append(path)

@@ -4,9 +4,6 @@ may escape, no server may fail internally, and every file that mentions vLLM is 
 
 from __future__ import annotations
 
-import copy
-import datetime
-import json
 import random
 
 import pytest
@@ -17,12 +14,21 @@ from configurator.lint.load import parse_text
 from tests.conftest import ROOT
 
 CASES = 2500
-HOSTILE = [None, [], {}, "", 0, -1, 2**63, 10**30, 10**400, 1e308, float("inf"), float("nan"), True, "x" * 300,
-           "nan", "inf", "-1", "1e308", "99999999999999999999999", "{{ .Values.x }}", "$(FOO)", "vllm serve",
-           "--max-model-len", "auto", "\u202e", datetime.date(2001, 12, 14), [None], [[]], [{}], {"a": None}, {1: 2},
-           ["vllm", "serve", None], ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "1e308"],
-           ["sh", "-c", "vllm serve x --max-model-len '"], "Qwen/Qwen3-8B", "NVIDIA-H100-80GB-HBM3", 3.5, "1Gi",
-           "/bin/sh", "two", [2], "2001-12-14", {"a": 1}]
+
+
+def _fuzz_check():
+    """scripts/fuzz_check.py: its mutator and hostile values are the ones this test applies in-process."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fuzz_check", ROOT / "scripts" / "fuzz_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_FUZZ = _fuzz_check()
+HOSTILE = _FUZZ.HOSTILE
+_mutate, _text = _FUZZ.mutate, _FUZZ.dump
 
 
 def _seeds() -> list[dict]:
@@ -30,44 +36,6 @@ def _seeds() -> list[dict]:
     for p in sorted((ROOT / "tests" / "manifests").glob("*.yaml")):
         out += [d for d in yaml.safe_load_all(p.read_text()) if isinstance(d, dict)]
     return out
-
-
-def _paths(node, prefix=()):
-    stack = [(node, prefix)]
-    while stack:
-        v, p = stack.pop()
-        yield p
-        if isinstance(v, dict):
-            stack += [(c, (*p, k)) for k, c in v.items()]
-        elif isinstance(v, list):
-            stack += [(c, (*p, i)) for i, c in enumerate(v)]
-
-
-def _mutate(rng: random.Random, doc: dict) -> dict:
-    d = copy.deepcopy(doc)
-    for _ in range(rng.randint(1, 3)):
-        ps = [p for p in _paths(d) if p]
-        if not ps:
-            break
-        p = rng.choice(ps)
-        cur = d
-        for k in p[:-1]:
-            cur = cur[k]
-        r = rng.random()
-        if r < 0.7:
-            cur[p[-1]] = copy.deepcopy(rng.choice(HOSTILE))
-        elif r < 0.85 and isinstance(cur, dict):
-            del cur[p[-1]]
-        else:
-            cur[p[-1]] = [cur[p[-1]]] if rng.random() < 0.5 else {"x": cur[p[-1]]}
-    return d
-
-
-def _text(d: dict) -> str:
-    try:
-        return yaml.dump(d, allow_unicode=True)
-    except (ValueError, OverflowError, yaml.YAMLError):
-        return json.dumps(d, default=str)
 
 
 @pytest.mark.parametrize("seed", [1, 2])
