@@ -59,6 +59,9 @@ _YAMLISH = re.compile(r"\A(?:\s*#[^\n]*\n)*\s*[\w.-]+:(?:\s|$)")  # a string tha
 # engineArgs, vllm_args, extraArgs ... (a `flags:` or `defaults:` mapping of other tools is not one)
 _ENGINE_KEY = re.compile(r"engine|vllm|kwargs|args|serving|server", re.I)
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+# a GPU given by its memory alone: dstack's `gpu: 24GB`, `40GB..48GB`, `80GB..` (count 1 unless written: dstack
+# docs, concepts/services "resources"; its run plan prints `1xGPU (24GB)`)
+_MEMORY_SPEC = re.compile(r"^\s*\d+(?:\.\d+)?\s*[GT]B\s*(?:\.\.\s*(?:\d+(?:\.\d+)?\s*[GT]B)?)?\s*$", re.I)
 _SPEC = re.compile(r"^\s*([A-Za-z][\w.\- ]*?)\s*[:x*]\s*(\d+)\s*$")
 _VAR = re.compile(r"\$\{(\w+)(:?[-=])([^}]*)\}|\$\{(\w+)\}|\$\((\w+)\)|\$(\w+)"
                   r"|\$\{\{\s*(?:env|vars|inputs|matrix)\.(\w+)\s*\}\}")  # the last: a GitHub Actions expression
@@ -171,10 +174,14 @@ def _hints_at(path: tuple, key: str, v: object, loc: Loc) -> Hint | None:
     if (k in GPU_COUNT_KEYS or k == "gpu") and _int(v) is not None:  # Ray resources {GPU: 4}, bundles [{GPU: 1}]
         return Hint(path, loc, count=_int(v))
     if k in GPU_NAME_KEYS:
+        if isinstance(v, str) and _MEMORY_SPEC.match(v):
+            return Hint(path, loc, count=1)  # dstack `gpu: 24GB` / `40GB..48GB`: one GPU of that memory
         if isinstance(v, str) and v.strip() and not v.strip().isdigit():
             name, count = _spec(v)
             if name.lower() in ("all", "none", "auto", "true", "false", "gpu", "nvidia", "amd") or "$" in name:
                 return None
+            if count is None and k in ("accelerators", "accelerator", "gpu"):
+                count = 1  # SkyPilot `accelerators: A100` ("simply <name>, short for a count of 1"), Baseten, dstack
             return Hint(path, loc, count=count, names=(name,))
         if isinstance(v, dict) and v and all(isinstance(x, str) for x in v):  # SkyPilot {H100: 1, H200: 1}
             specs = [_spec(x) for x in v]  # `{H100:1, H200:1}` (no space) is a mapping of keys `H100:1`
@@ -256,6 +263,8 @@ def _is_argv(v: list) -> bool:
     if not v or len(v) > 4096 or not all(isinstance(x, str | int | float) and not isinstance(x, bool) for x in v):
         return False
     words = [str(x) for x in v]
+    if len(words) > 1 and re.search(r"\s", words[0].strip()):
+        return False  # a list of command lines (dstack `commands`), not an argv: an exec path has no blank
     if any(VLLM_COMMAND.search(w) for w in words[:3]):
         return True
     joined = " ".join(words[:4])
@@ -463,7 +472,11 @@ def command_tokens(node: Node, env: dict[str, str], assumed: list[str]) -> list[
             style += str(node.doc.indent(node.path))
         if text != node.value:
             style = ">"  # columns moved: point at the string itself
-        return from_vllm(shell_tokens(text, node.loc(), style, script=True))
+        got = shell_tokens(text, node.loc(), style, script=True)
+        inner = _inner_script(text) if got is None else None
+        if inner is not None:  # `sh -c "... vllm serve ..."` as one string: the script the shell is given
+            got = shell_tokens(inner, node.loc(), ">", script=True)
+        return from_vllm(got)
     items = []
     for item in node.items():
         t = item.text()
@@ -473,6 +486,21 @@ def command_tokens(node: Node, env: dict[str, str], assumed: list[str]) -> list[
         assumed += took
         items.append((item, t))
     return from_vllm(container_tokens(items, env))
+
+
+def _inner_script(text: str) -> str | None:
+    """The script of a one-line `sh -c "<script>"` / `bash -lc '<script>'` (Baseten's `start_command`, a
+    Procfile-style line), or None when the text is not one."""
+    import shlex
+
+    try:
+        words = shlex.split(text.strip(), posix=True)
+    except ValueError:
+        return None
+    if len(words) >= 3 and words[0].rsplit("/", 1)[-1] in ("sh", "bash", "zsh", "dash") and \
+            re.fullmatch(r"-[a-z]*c", words[1]) and VLLM_COMMAND.search(words[2]):
+        return words[2]
+    return None
 
 
 def from_vllm(tokens: list[Token] | None) -> list[Token] | None:
