@@ -321,3 +321,35 @@ def test_every_error_on_the_corpus_is_recorded_with_its_evidence():
     assert [k for k in found if not listed[k]["right"]] == []
     assert all("issue 26" in e["evidence"].lower() for e in listed.values() if not e["right"])
     assert not [f for f in report.findings if f.file.endswith("expected.yaml")]
+
+
+def test_dstack_command_lines_and_a_gpu_given_by_memory():
+    # `commands: [pip install vllm, vllm serve $MODEL_ID ...]` is a list of command lines, not an argv; `gpu: 24GB`
+    # is one GPU of at least 24 GB (dstack's run plan prints `1xGPU (24GB)`), so -tp $DSTACK_GPUS_NUM is 1
+    servers, _ = _servers("dstackai-dstack/inference-vllm.dstack.yml")
+    assert [(s.flags.get("model"), s.gpu_count, s.flags.get("tensor_parallel_size")) for s in servers] == [
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", 1, 1)]
+    assert not servers[0].gpu_labels  # a memory size names no GPU
+    docs, _ = parse_text("resources: {gpu: 40GB..48GB}\ncommands: [vllm serve Qwen/Qwen3-8B]\n", "x.yaml")
+    assert [s.gpu_count for s in extract_all(docs)[0]] == [1]
+    # an argv whose first word is a program stays an argv
+    docs, _ = parse_text("command: [vllm, serve, Qwen/Qwen3-8B, --max-model-len, '4096']\n", "x.yaml")
+    assert [s.flags.get("max_model_len") for s in extract_all(docs)[0]] == [4096]
+
+
+def test_a_shell_c_start_command_and_a_named_accelerator_count_one():
+    # Baseten Truss: start_command `sh -c "HF_TOKEN=$(cat ...) vllm serve ..."`, accelerator H100_40GB (no count)
+    servers, _ = _servers("basetenlabs-truss-examples/vllm_server-config.yaml")
+    s = servers[0]
+    assert (s.flags.get("model"), s.gpu_count, s.flags.get("max_model_len")) == (
+        "meta-llama/Llama-3.1-8B-Instruct", 1, 65536)
+    rules = _rules(_check_file("basetenlabs-truss-examples/vllm_server-config.yaml"))
+    assert "invalid-flag" not in rules and "unknown-flag" not in rules
+    docs, _ = parse_text("resources: {accelerators: A100}\nrun: vllm serve Qwen/Qwen3-8B\n", "x.yaml")
+    assert [s.gpu_count for s in extract_all(docs)[0]] == [1]  # SkyPilot: "simply <name>, short for a count of 1"
+
+
+def test_triton_model_json_is_engine_arguments_beside_a_model():
+    servers, _ = _servers("triton-inference-server-vllm_backend/vllm_model-model.json")
+    assert [(s.flags.get("model"), s.flags.get("gpu_memory_utilization"), s.gpu_count) for s in servers] == [
+        ("facebook/opt-125m", 0.5, None)]
