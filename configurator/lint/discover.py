@@ -185,7 +185,9 @@ def _hints_at(path: tuple, key: str, v: object, loc: Loc) -> Hint | None:
             return Hint(path, loc, count=count, names=(name,))
         if isinstance(v, dict) and v and all(isinstance(x, str) for x in v):  # SkyPilot {H100: 1, H200: 1}
             specs = [_spec(x) for x in v]  # `{H100:1, H200:1}` (no space) is a mapping of keys `H100:1`
-            counts = [c if c is not None else _int(x) for (_, c), x in zip(specs, v.values(), strict=True)]
+            # `{L4, A10g}` (no counts) is a mapping of names to null: one GPU each, as a name alone is
+            counts = [c if c is not None else 1 if x is None else _int(x)
+                      for (_, c), x in zip(specs, v.values(), strict=True)]
             return Hint(path, loc, count=counts[0], names=tuple(n for n, _ in specs))
     return None
 
@@ -232,13 +234,35 @@ def apply_hints(server: Server, hints: list[Hint], at: tuple) -> None:
                 server.gpu_labels_loc = h.loc
                 break
             if h.names:
-                known = [n for n in (_gpu_name(x) for x in h.names) if n]
+                known = _distinguished([n for n in (_gpu_name(x) for x in h.names) if n], h.names)
                 # several allowed (SkyPilot any-of): every one is a value the server may land on, as `In [a, b]`
                 server.gpu_labels = {GPU_NAME_LABEL: known or [h.names[0]]}
                 server.gpu_labels_loc = h.loc
                 break
     if server.accelerator is None:
         server.accelerator = next((h.other for h in ordered if h.other), None)
+
+
+def _distinguished(known: list[str], names: tuple[str, ...]) -> list[str]:
+    """A set of alternatives that names a family both bare and sized (SkyPilot `{A100:8, A100-80GB:4}`) means the
+    bare name as the family's other part: the catalog reads a bare `A100` as the 80 GB part (catalog.alias_note),
+    but beside `A100-80GB` it is the 40 GB one."""
+    from configurator.hardware.catalog import list_gpus
+
+    out = list(known)
+    for i, (name, got) in enumerate(zip(names, known, strict=False)):
+        sized = [x for j, x in enumerate(names) if j != i and known[j] == got and _norm_name(x) != _norm_name(name)]
+        if not sized:
+            continue
+        family = [g.name for g in list_gpus() if g.name.startswith(name.strip().lower() + "-")]
+        others = [f for f in family if f != got]
+        if len(family) == 2 and len(others) == 1:
+            out[i] = others[0]
+    return out
+
+
+def _norm_name(x: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", x.lower())
 
 
 def _model_near(doc_root: object, path: tuple) -> str | None:
