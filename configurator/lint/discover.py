@@ -42,7 +42,7 @@ MAX_NESTED = 1 << 20  # YAML held in a string: past 1 MiB it is not a config
 # (Dynamo's `python -m dynamo.vllm`, which takes vLLM's engine flags: ai-dynamo/dynamo components/src/dynamo/vllm).
 VLLM_COMMAND = re.compile(r"(?:^|[\s/\"'=\[,])vllm\s+serve\b|\bvllm\.entrypoints\.openai\.api_server\b"
                           r"|\bvllm\.entrypoints\.api_server\b|-m\s+dynamo\.vllm\b")
-MODEL_KEYS = ("model", "model_id", "model_name", "model_source", "model_path", "served_model", "hf_model",
+MODEL_KEYS = ("model", "model_id", "model_name", "model_source", "model_path", "served_model", "hf_model", "repo_id",
               "base_model", "model_uri", "model_loading_config")
 # engine arguments that say "this mapping configures vLLM" (a mapping of `model` and `dtype` alone may be anything)
 DISTINCTIVE = frozenset({"max_model_len", "gpu_memory_utilization", "tensor_parallel_size", "max_num_seqs",
@@ -61,7 +61,8 @@ _ENGINE_KEY = re.compile(r"engine|vllm|kwargs|args|serving|server", re.I)
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 # a GPU given by its memory alone: dstack's `gpu: 24GB`, `40GB..48GB`, `80GB..` (count 1 unless written: dstack
 # docs, concepts/services "resources"; its run plan prints `1xGPU (24GB)`)
-_MEMORY_SPEC = re.compile(r"^\s*\d+(?:\.\d+)?\s*[GT]B\s*(?:\.\.\s*(?:\d+(?:\.\d+)?\s*[GT]B)?)?\s*$", re.I)
+_MEMORY_SPEC = re.compile(r"^\s*\d+(?:\.\d+)?\s*[GT]B\s*(?:\.\.\s*(?:\d+(?:\.\d+)?\s*[GT]B)?)?\s*(?::\s*(\d+)\s*)?$",
+                          re.I)  # `80GB:2`: two of them
 _SPEC = re.compile(r"^\s*([A-Za-z][\w.\- ]*?)\s*[:x*]\s*(\d+)\s*$")
 _VAR = re.compile(r"\$\{(\w+)(:?[-=])([^}]*)\}|\$\{(\w+)\}|\$\((\w+)\)|\$(\w+)"
                   r"|\$\{\{\s*(?:env|vars|inputs|matrix)\.(\w+)\s*\}\}")  # the last: a GitHub Actions expression
@@ -174,8 +175,8 @@ def _hints_at(path: tuple, key: str, v: object, loc: Loc) -> Hint | None:
     if (k in GPU_COUNT_KEYS or k == "gpu") and _int(v) is not None:  # Ray resources {GPU: 4}, bundles [{GPU: 1}]
         return Hint(path, loc, count=_int(v))
     if k in GPU_NAME_KEYS:
-        if isinstance(v, str) and _MEMORY_SPEC.match(v):
-            return Hint(path, loc, count=1)  # dstack `gpu: 24GB` / `40GB..48GB`: one GPU of that memory
+        if isinstance(v, str) and (m := _MEMORY_SPEC.match(v)):
+            return Hint(path, loc, count=_int(m.group(1)) if m.group(1) else 1)  # dstack `gpu: 24GB`: one GPU
         if isinstance(v, str) and v.strip() and not v.strip().isdigit():
             name, count = _spec(v)
             if name.lower() in ("all", "none", "auto", "true", "false", "gpu", "nvidia", "amd") or "$" in name:
