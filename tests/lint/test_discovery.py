@@ -353,3 +353,16 @@ def test_triton_model_json_is_engine_arguments_beside_a_model():
     servers, _ = _servers("triton-inference-server-vllm_backend/vllm_model-model.json")
     assert [(s.flags.get("model"), s.flags.get("gpu_memory_utilization"), s.gpu_count) for s in servers] == [
         ("facebook/opt-125m", 0.5, None)]
+
+
+def test_skypilot_sets_of_alternatives_without_counts_and_a_bare_family_name():
+    from configurator.hardware.labels import gpu_from_labels
+
+    # `{L4, A10g, A10, L40, A40, A100, A100-80GB}`: names without counts, one GPU each (TP from it: 1)
+    s = _servers("skypilot-org-skypilot/qwen25-7b.yaml")[0][0]
+    assert (s.gpu_count, s.flags.get("tensor_parallel_size")) == (1, 1)
+    # `{A100:8, A100-80GB:4, A100-80GB:8}`: beside A100-80GB the bare A100 is the 40 GB part, the smallest judged
+    s = _servers("skypilot-org-skypilot/qwen25-72b.yaml")[0][0]
+    assert (s.gpu_count, gpu_from_labels(s.gpu_labels)[0].name) == (8, "a100-40gb")
+    docs, _ = parse_text("resources: {accelerators: A100:8}\nrun: vllm serve Qwen/Qwen3-8B\n", "x.yaml")
+    assert gpu_from_labels(extract_all(docs)[0][0].gpu_labels)[0].name == "a100-80gb"  # alone: the catalog's reading
