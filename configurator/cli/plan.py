@@ -180,7 +180,7 @@ def _render(result, stream) -> None:
     if result.replicas > 1:
         lines.append(f"Replicas: run {result.replicas} engines of this command, {result.gpus // result.replicas} "
                      f"GPUs each ({result.layout}; --emit manifest / helm sets the replicas)")
-    if result.binding:
+    if result.binding and result.meets_targets is not None:  # a target stated: memory or a target binds
         lines.append(f"Binds: {result.binding}")
     if result.next_step:
         lines.append(f"Next step up: {result.next_step}")
