@@ -42,6 +42,9 @@ def test_phi4_on_one_a10g_is_offered_fp8_weights_even_short_of_the_target(run_cl
     # vLLM starts with fp8 weights but holds fewer than the 64 of the target: offered, and marked so
     assert not quant["carries_target"] and 0 < quant["requests_at_typical_length"] < 64
     assert "vLLM then starts, short of the target" in quant["action"]
+    code, q = _plan_json(run_cli, "microsoft/phi-4", "--gpu", "a10g", "-q", "fp8")
+    assert q["status"] == "short" and q["carried_concurrency"] > 0 and f"carries {q['carried_concurrency']}" in \
+        quant["action"]
 
 
 def test_the_larger_gpu_for_an_a100_40gb_is_the_a100_80gb_first(run_cli):
@@ -51,6 +54,10 @@ def test_the_larger_gpu_for_an_a100_40gb_is_the_a100_80gb_first(run_cli):
     _, p = _plan_json(run_cli, MIXTRAL, "--gpu", "a100-40gb", "--gpus", "2")
     gpus = [r["changes"]["gpu"] for r in p["remedies"] if "gpu" in r["changes"]]
     assert gpus[0] == "a100-80gb"
+    # estimate's next steps name the same larger GPU first
+    res = run_cli("estimate", MIXTRAL, "--gpu", "a100-40gb", "-tp", "2")
+    larger = [line for line in res.stdout.splitlines() if "(a larger GPU" in line]
+    assert larger and larger[0].strip().startswith("--gpu a100-80gb")
 
 
 def test_qwen3_235b_fp8_on_16_h100_is_two_replicas_of_tp8(run_cli):
@@ -137,6 +144,9 @@ def test_targets_pick_the_fewest_gpus_that_meet_them_and_say_what_binds(run_cli)
     assert code == 1 and half["meets_targets"] is False and half["speed"]["tpot_ms"] > 20
     res = run_cli("plan", *args)
     assert "Binds: time per output token" in res.stdout and "Next step up:" in res.stdout
+    # a target no GPU count meets: the plan says so, names the nearest, and exits 1
+    code, p = _plan_json(run_cli, "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "h100", "--tpot-ms", "1")
+    assert code == 1 and p["meets_targets"] is False and "No GPU count up to 64 meets the targets" in p["summary"]
 
 
 def test_targets_in_a_workload_file(tmp_path, run_cli):

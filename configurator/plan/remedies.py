@@ -127,8 +127,8 @@ def remedies(ctx: Context, best: Candidate, solve: Callable, *, started: bool = 
             if "gpus" in changes:
                 action += f" ({p.layout})"
             if partial:
-                action += (f": vLLM then starts, short of the target ({p.carried_concurrency:,} of "
-                           f"{ctx.w.concurrency:,} at once); with a lower concurrency or fp8 KV it carries that many")
+                action += (f"; vLLM then starts, short of the target: it carries {p.carried_concurrency:,} of the "
+                           f"{ctx.w.concurrency:,} at once (plan again with -q fp8 for its remedies)")
             out.append(Remedy(action=action, cost_rank=rank, changes=changes, carries_target=not partial,
                               requests_at_typical_length=p.capacity.requests_at_typical_length))
     return sorted(out, key=lambda r: r.cost_rank)
@@ -144,11 +144,11 @@ def _generation(g: GPU) -> tuple[int, ...]:
     return _capability(g)
 
 
-def larger_gpus(gpu: GPU, req: PlanRequest) -> list[tuple[str, int, dict, PlanRequest]]:
+def larger_gpu_order(gpu: GPU) -> list[GPU]:
     """Larger GPUs of the same vendor and class (data-centre, workstation, consumer / desktop): the same
     family's larger parts first (a100-40gb: a100-80gb), then the others by fit (the least memory that is
-    larger), then by speed (memory bandwidth, profiles/gpu_speed.yaml) and generation (compute capability);
-    a GPU known only by its memory (no class) is compared with every class, each named."""
+    larger, in 8 GiB steps), then by speed (memory bandwidth, profiles/gpu_speed.yaml) and generation
+    (compute capability); a GPU known only by its memory (no class) is compared with every class."""
     fam = _family(gpu.name)
 
     def order(g: GPU) -> tuple:
@@ -156,9 +156,14 @@ def larger_gpus(gpu: GPU, req: PlanRequest) -> list[tuple[str, int, dict, PlanRe
         return (_family(g.name) != fam, round(g.total_bytes / (8 * GiB)), -(s.hbm_gbs if s else 0),
                 tuple(-x for x in _generation(g)), g.total_bytes)
 
+    return sorted((g for g in list_gpus() if g.total_bytes > gpu.total_bytes and g.vendor == gpu.vendor
+                   and (not gpu.gpu_class or g.gpu_class == gpu.gpu_class)), key=order)
+
+
+def larger_gpus(gpu: GPU, req: PlanRequest) -> list[tuple[str, int, dict, PlanRequest]]:
+    """The larger-GPU remedies in larger_gpu_order, each named with its class."""
     out = []
-    for g in sorted((g for g in list_gpus() if g.total_bytes > gpu.total_bytes and g.vendor == gpu.vendor
-                     and (not gpu.gpu_class or g.gpu_class == gpu.gpu_class)), key=order):
+    for g in larger_gpu_order(gpu):
         label = GPU_CLASS_LABELS.get(g.gpu_class, g.gpu_class or "unclassified")
         action = (f"use a larger {label} GPU: {g.name} ({g.total_bytes / GiB:.0f} GiB)" if gpu.gpu_class
                   else f"use a larger GPU: {g.name} ({label}, {g.total_bytes / GiB:.0f} GiB)")

@@ -45,12 +45,25 @@ def plan(req: PlanRequest) -> PlanResult:
         counts = [n for n in TARGET_GPU_COUNTS if n <= (req.gpus or TARGET_GPU_COUNTS[-1])]
         if req.gpus and req.gpus not in counts:
             counts.append(req.gpus)
+        tried = []
         for n in counts:
             p = solve(replace(req, gpus=n), with_remedies=False)
             if p.feasible and p.meets_targets:
                 return _with_next_step(solve(replace(req, gpus=n), with_remedies=True), req)
-        return _with_next_step(solve(req, with_remedies=True), req)
+            if p.feasible and p.speed:
+                tried.append(p)
+        return _unmet(_with_next_step(solve(req, with_remedies=True), req), tried, counts[-1])
     return solve(req, with_remedies=True)
+
+
+def _unmet(p: PlanResult, tried: list[PlanResult], most: int) -> PlanResult:
+    """No GPU count meets the targets: the plan for the GPUs given, and the nearest count."""
+    w = p.workload
+    text = f" No GPU count up to {most} meets the targets"
+    if tried:
+        near = min(tried, key=lambda t: max(t.speed[k] / w[k] for k in ("ttft_ms", "tpot_ms") if w[k]))
+        text += f"; the nearest is {near.gpus} GPUs ({near.layout}): {speed_line(near.speed)}"
+    return p.model_copy(update={"summary": p.summary + text + ".", "meets_targets": False})
 
 
 def _with_next_step(p: PlanResult, req: PlanRequest) -> PlanResult:
