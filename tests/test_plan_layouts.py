@@ -43,6 +43,7 @@ def test_phi4_on_one_a10g_is_offered_fp8_weights_even_short_of_the_target(run_cl
     assert not quant["carries_target"] and 0 < quant["requests_at_typical_length"] < 64
     assert "vLLM then starts, short of the target" in quant["action"]
     code, q = _plan_json(run_cli, "microsoft/phi-4", "--gpu", "a10g", "-q", "fp8")
+    assert code == 1  # short of the target: exit 1
     assert q["status"] == "short" and q["carried_concurrency"] > 0 and f"carries {q['carried_concurrency']}" in \
         quant["action"]
 
