@@ -85,6 +85,10 @@ def test_pipeline_stages_across_nodes_only_when_one_node_cannot_hold_the_model_a
     row = next(r for r in p.reasons if r.flag == "pipeline_parallel_size")
     assert row.value == 2 and "stages span the nodes" in row.why
     assert "no engine within a 8-GPU node starts" in next(r for r in p.reasons if r.flag == "tensor_parallel_size").why
+    # nothing starts on 16 L40S: the layout shown is the one engine over every GPU, not a replica of a part
+    p = plan(PlanRequest(model="meta-llama/Meta-Llama-3.1-405B", gpu="l40s", gpus=16, workload=load_workload("chat")))
+    assert p.status == "nothing-starts" and p.replicas == 1 and p.gpus == 16
+    assert "preferred one, tensor parallel 8 x pipeline parallel 2" in p.summary
 
 
 def test_every_parallelism_flag_the_plan_sets_has_its_row():

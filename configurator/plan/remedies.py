@@ -30,7 +30,9 @@ FP8_QUALITY = ("fp8 weights: about half the bytes of 16-bit ones, usually within
 def nothing_starts(ctx: Context, evaluated: list[Candidate], solve: Callable | None) -> PlanResult:
     """No candidate starts: report the most preferred layout (its least-short candidate) and why."""
     w, req, gpu = ctx.w, ctx.req, ctx.gpu
-    first = [c for c in evaluated if c.lay == ctx.layouts[0]]
+    # the preferred layout that uses every GPU as one engine (the largest, where even it does not start)
+    pref = next((o for o in ctx.layouts if o.replicas == 1), ctx.layouts[0])
+    first = [c for c in evaluated if c.lay == pref] or [c for c in evaluated if c.lay == ctx.layouts[0]]
     best = max(first, key=lambda c: c.result.memory.kv_cache_bytes)
     res = best.result
     kv = res.kv_cache
@@ -50,7 +52,7 @@ def nothing_starts(ctx: Context, evaluated: list[Candidate], solve: Callable | N
     layouts = ""
     if len(ctx.layouts) > 1:
         layouts = (f" No split of the {req.gpus} GPUs starts ({', '.join(o.text() for o in ctx.layouts)}); shown is "
-                   f"the preferred one, {ctx.layouts[0].text()}: tensor parallelism within a node, pipeline stages "
+                   f"the preferred one, {best.lay.text()}: tensor parallelism within a node, pipeline stages "
                    f"across nodes, as vLLM advises.")
     name = ctx.model.hf_id or ctx.model.name
     return PlanResult(
