@@ -26,7 +26,8 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--gpu", shell_complete=common.complete_gpu,
               help="GPU name, alias, or node-label value (see `vllm-configurator gpus`); MIG: a100-80gb:3g.40gb.")
 @click.option("--gpu-memory", "--gpu_memory", "gpu_memory", help="GPU memory as CUDA reports it, e.g. 79.18GiB.")
-@click.option("--gpus", type=int, default=None, help="GPUs available: also choose tensor / pipeline parallelism.")
+@click.option("--gpus", type=int, default=None,
+              help="GPUs available: also choose the layout (replicas, tensor / pipeline / data parallelism).")
 @click.option("--gpus-per-node", "gpus_per_node", type=int, default=8, show_default=True,
               help="GPUs in one node: tensor parallelism stays within a node, more GPUs become nodes.")
 @click.option("--workload", default="chat", show_default=True,
@@ -63,7 +64,7 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--emit", type=click.Choice(["serve", "args", *DEPLOY_EMITS]), default=None,
               help="Print only the `vllm serve` line, the container args as a JSON list, values for charts/vllm "
                    "(helm), a production-stack values file, or Kubernetes manifests (Deployment and Service, or a "
-                   "LeaderWorkerSet past 8 GPUs).")
+                   "LeaderWorkerSet where an engine spans nodes; the plan's replicas as replicas).")
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of standard output.")
 @click.option("--force", is_flag=True, help="Replace an existing --output file.")
@@ -202,6 +203,9 @@ def _emit(what: str, result, gpus_per_node: int = 8, *, best_effort: bool = Fals
               f" ({what})\n")
     if result.replicas > 1:
         header += f"# {result.layout}: {result.replicas} replicas of {result.gpus // result.replicas} GPUs\n"
+    if result.queued:
+        header += (f"# a queue: {result.carried_concurrency:,} of {result.workload['concurrency']:,} requests run at "
+                   f"once, {result.queued:,} wait in vLLM's queue\n")
     if best_effort:
         header += (f"# best effort: short of the target, carries {result.carried_concurrency:,} of "
                    f"{result.workload['concurrency']:,} concurrent requests\n")
