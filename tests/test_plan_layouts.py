@@ -133,7 +133,8 @@ def test_batch_is_a_queue_and_its_plan_says_so(run_cli):
     assert p["flags"]["max_num_seqs"] <= p["capacity"]["requests_at_typical_length"]  # no preemption
     res = run_cli("plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4", "--workload", "batch", "--emit", "serve")
     assert res.exit_code == 0 and res.stdout.startswith("vllm serve ")
-    res = run_cli("plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4", "--workload", "batch", "--emit", "manifest")
+    res = run_cli("plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4", "--workload", "batch",
+                  "--emit", "manifest")
     assert res.exit_code == 0 and f"{p['queued']:,} wait in vLLM's queue" in res.stdout.splitlines()[1]
     # the same concurrency as a requirement is short of it
     code, p = _plan_json(run_cli, "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4", "--concurrency", "256")
