@@ -17,6 +17,7 @@ from configurator.plan.remedies import nothing_starts
 from configurator.plan.search import (
     LEN_STEP_TOKENS,
     MAX_GPUS,
+    UTILIZATIONS,
     Candidate,
     PlanRequest,
     carries,
@@ -109,8 +110,6 @@ def kv_options(model: ModelSpec, gpu: GPU, req: PlanRequest) -> list[str]:
 
 
 def util_options(req: PlanRequest) -> list[float]:
-    from configurator.plan.search import UTILIZATIONS
-
     cap = req.max_gpu_memory_utilization
     if cap is not None and not (0 < cap <= 1):
         raise InputError(f"--max-gpu-memory-utilization must be in (0, 1], got {cap}")
