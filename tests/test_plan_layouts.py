@@ -32,6 +32,7 @@ def test_mixtral_on_two_a100_40gb_is_offered_fp8_weights_that_carry_it(run_cli):
     assert p["remedies"][0] == quant[0]  # cheaper than more GPUs or a larger GPU
     code, q = _plan_json(run_cli, MIXTRAL, "--gpu", "a100-40gb", "--gpus", "2", "-q", "fp8")
     assert code == 0 and q["status"] == "carries" and q["flags"]["quantization"] == "fp8"
+    assert "fp8 weights: about half the bytes" in _rows(q)["quantization"]["why"]  # the flag has its row
 
 
 def test_phi4_on_one_a10g_is_offered_fp8_weights_even_short_of_the_target(run_cli):
@@ -95,11 +96,18 @@ def test_every_parallelism_flag_the_plan_sets_has_its_row():
     for model, gpu, n in ((QWEN_MOE_FP8, "h100", 8), ("meta-llama/Meta-Llama-3.1-405B", "h100", 16),
                           ("deepseek-ai/DeepSeek-V3", "h200", 8)):
         p = plan(PlanRequest(model=model, gpu=gpu, gpus=n, workload=load_workload("chat")))
-        rows = {r.flag for r in p.reasons}
-        set_flags = {k for k, v in p.flags.items() if (k in ("tensor_parallel_size", "pipeline_parallel_size",
-                                                             "data_parallel_size", "enable_expert_parallel")
-                     and v not in (None, 1, False)) or k == "tensor_parallel_size"}
-        assert set_flags <= rows, (model, set_flags - rows)
+        assert_rows(p)
+    assert_rows(plan(PlanRequest(model="Qwen/Qwen3-32B", gpu="l40s", workload=load_workload("chat"),
+                                 tensor_parallel_size=2, pipeline_parallel_size=2, quantization="fp8")))
+
+
+def assert_rows(p):
+    """Every flag the plan sets beyond vLLM's defaults (parallelism, quantization) has its row in the table."""
+    rows = {r.flag for r in p.reasons}
+    keys = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "enable_expert_parallel",
+            "quantization")
+    set_flags = {k for k, v in p.flags.items() if k in keys and v not in (None, 1, False)}
+    assert set_flags and set_flags <= rows, (p.model, set_flags - rows)
 
 
 def test_deepseek_v3_on_8_h200_is_offered_dp8_with_expert_parallelism_and_its_tokens(run_cli):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from configurator.estimate import EstimateResult, request_bytes
 from configurator.estimate.loadable import block_shape_refusal
 from configurator.plan.context import Context
-from configurator.plan.remedies import remedies
+from configurator.plan.remedies import FP8_QUALITY, remedies
 from configurator.plan.search import Candidate, carries, evaluate, less_headroom, share, with_headroom
 from configurator.plan.speed import binding, has_targets, meets, speed_line
 from configurator.plan_result import Alternative, Capacity, LayoutOption, PlanResult, Reason
@@ -165,6 +165,8 @@ def layout_reasons(ctx: Context, final: Candidate, options: list[LayoutOption]) 
         if others:
             why += " (compared: " + "; ".join(others) + ")"
         out.append(Reason(flag="tensor_parallel_size", value=lay.tp, why=why))
+    elif lay.tp > 1:
+        out.append(Reason(flag="tensor_parallel_size", value=lay.tp, why="as asked"))
     if lay.pp > 1:
         out.append(Reason(flag="pipeline_parallel_size", value=lay.pp, why=(
             f"{lay.pp} pipeline stages of tensor parallel {lay.tp}: " +
@@ -183,6 +185,10 @@ def layout_reasons(ctx: Context, final: Candidate, options: list[LayoutOption]) 
                f"the experts are spread whole over the {lay.engine_gpus} GPUs instead of each holding a slice of "
                f"every expert")
         out.append(Reason(flag="enable_expert_parallel", value=True, why=why))
+    if req.quantization:
+        out.append(Reason(flag="quantization", value=req.quantization, why=(
+            f"as asked: vLLM quantizes the weights at load{'' if ctx.model.quant.method else ' (a 16-bit checkpoint)'}"
+            + ("; " + FP8_QUALITY if req.quantization == "fp8" else ""))))
     return out
 
 
