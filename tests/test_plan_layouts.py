@@ -179,3 +179,25 @@ def test_targets_in_a_workload_file(tmp_path, run_cli):
     assert (code == 0) == bool(p["meets_targets"] and p["feasible"])
     res = run_cli("plan", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4", "--tpot-ms", "-3")
     assert res.exit_code == 2 and "--tpot-ms" in res.stderr
+
+
+def test_replicas_where_they_are_as_fast_per_gpu(monkeypatch):
+    """The rule, apart from the speed model's calibration: equal throughput per GPU -> replicas; a wider
+    engine 5% faster per GPU -> the wider engine."""
+    import configurator.plan.context as context
+
+    def fake(per_gpu_by_replicas):
+        def speed(model, gpu, req, c):
+            v = per_gpu_by_replicas[c.lay.replicas]
+            return {"ttft_ms": 50.0, "ttft_ms_band": [40.0, 60.0], "tpot_ms": 10.0, "tpot_ms_band": [8.0, 12.0],
+                    "output_tok_s": v * c.lay.gpus, "output_tok_s_per_gpu": v, "bound": "x", "limits": [],
+                    "gpu_figures": {}}
+        return speed
+
+    req = PlanRequest(model="meta-llama/Llama-3.1-8B-Instruct", gpu="h100", gpus=2, workload=load_workload("chat"))
+    monkeypatch.setattr(context, "candidate_speed", fake({1: 1000.0, 2: 1000.0}))
+    p = plan(req)
+    assert p.replicas == 2 and p.flags["tensor_parallel_size"] == 1 and p.gpus == 2
+    monkeypatch.setattr(context, "candidate_speed", fake({1: 1050.0, 2: 1000.0}))
+    p = plan(req)
+    assert p.replicas == 1 and p.flags["tensor_parallel_size"] == 2
