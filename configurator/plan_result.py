@@ -33,6 +33,27 @@ class Remedy(BaseModel):
     cost_rank: int = Field(description="1 = cheapest")
     changes: dict[str, Any]
     requests_at_typical_length: int
+    carries_target: bool = Field(True, description="planning again with it carries the target; false: vLLM then "
+                                                   "starts but carries less (a plan that started with nothing)")
+
+
+class LayoutOption(BaseModel):
+    """One layout `plan` compared (with --gpus): its best candidate's memory and predicted speed."""
+
+    layout: str = Field(description="'2 replicas of tensor parallel 8', 'data parallel 8 with expert parallelism'")
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    replicas: int
+    gpus: int
+    starts: bool
+    carries: bool = Field(description="every scheduler's pool holds its share of the target with the headroom")
+    kv_cache_dtype: str
+    kv_cache_tokens: int = Field(description="KV cache tokens over all DP ranks and replicas (per rank x ranks)")
+    kv_cache_tokens_per_rank: int
+    requests_at_typical_length: int = Field(description="over all DP ranks and replicas")
+    speed: dict[str, Any] | None = Field(None, description="predicted speed at the workload's concurrency")
+    chosen: bool = False
 
 
 class Capacity(BaseModel):
@@ -68,3 +89,14 @@ class PlanResult(BaseModel):
     shortfall_bytes: int = Field(0, description="KV memory missing to carry the workload (infeasible plans)")
     serve_command: str = ""
     serve_args: list[str] = Field(default_factory=list)
+    replicas: int = Field(1, description="identical engines, each running serve_command on gpus / replicas GPUs "
+                                         "(Deployment replicas, LeaderWorkerSet groups)")
+    layout: str = Field("", description="'tensor parallel 8', '2 replicas of tensor parallel 8 ...'")
+    queued: int = Field(0, description="requests of a queue workload that wait in vLLM's queue at the target")
+    speed: dict[str, Any] | None = Field(None, description="predicted time to first token, time per output token "
+                                                           "and throughput of the plan (configurator/speed)")
+    meets_targets: bool | None = Field(None, description="the workload's TTFT / TPOT targets are met; none without "
+                                                         "targets or a speed prediction")
+    binding: str = Field("", description="the constraint that binds the plan: memory, or a speed target")
+    next_step: str = Field("", description="what the next step up (twice the GPUs) buys")
+    layouts: list[LayoutOption] = Field(default_factory=list, description="the layouts compared (with --gpus)")

@@ -26,6 +26,11 @@ class Workload(BaseModel):
     concurrency: int = Field(gt=0, description="requests in flight at once that must fit without preemption")
     favour: Literal["concurrency", "context", "precision", "latency"] = Field(
         "concurrency", description="what to favour when several plans carry the workload")
+    ttft_ms: float | None = Field(None, gt=0, description="time-to-first-token target (ms, the speed model's "
+                                                           "prediction at the target concurrency); none: no target")
+    tpot_ms: float | None = Field(None, gt=0, description="time-per-output-token target (ms); none: no target")
+    queue: bool = Field(False, description="the concurrency is a queue, not a requirement: requests beyond what the "
+                                           "KV pool holds wait in vLLM's queue (offline batch jobs)")
 
     @model_validator(mode="after")
     def _typical_fits_context(self) -> Workload:
@@ -82,7 +87,7 @@ def load_workload(name_or_path: str) -> Workload:
     return _validate(yaml.safe_load(f.read_text(encoding="utf-8")), str(f))
 
 
-def override(w: Workload, **fields: int | str | None) -> Workload:
+def override(w: Workload, **fields: int | float | str | bool | None) -> Workload:
     """Command-line overrides, validated like the file."""
     data = w.model_dump()
     data.update({k: v for k, v in fields.items() if v is not None})

@@ -44,9 +44,15 @@ def test_every_feasible_plan_fits_and_carries_its_workload(model, gpu, workload,
         assert p.flags["max_num_seqs"] <= p.capacity.requests_at_typical_length
         return
     assert p.feasible and p.status == "carries"
-    assert p.capacity.requests_at_typical_length >= math.ceil(w.concurrency * (1 + p.capacity.headroom))
-    assert p.flags["max_num_seqs"] >= w.concurrency
     assert p.gpus == (gpus or 1)
+    ways = p.replicas * (p.flags.get("data_parallel_size") or 1)  # schedulers sharing the workload
+    if p.queued:  # a queue workload (batch): what the pools hold runs, the rest waits, and the plan says so
+        assert w.queue and p.carried_concurrency + p.queued == w.concurrency
+        assert p.flags["max_num_seqs"] * ways <= p.capacity.requests_at_typical_length
+        assert "wait in vLLM's queue" in p.summary
+        return
+    assert p.capacity.requests_at_typical_length >= math.ceil(w.concurrency * (1 + p.capacity.headroom))
+    assert p.flags["max_num_seqs"] * ways >= w.concurrency
 
 
 @settings(max_examples=25, deadline=None)

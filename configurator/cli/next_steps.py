@@ -39,7 +39,6 @@ def _capability(gpu) -> tuple[int, ...]:
 
 def estimate_next_steps(req, result) -> list[str]:
     """Changes that make a refused estimate start, cheapest first, each with what the pool then holds."""
-    from configurator.hardware.catalog import list_gpus
 
     if result.fits or result.not_modelled:
         return []
@@ -88,8 +87,9 @@ def estimate_next_steps(req, result) -> list[str]:
                            f"{_holds(r)}")
                 break
     if gpu is not None and not req.gpu_memory:
-        for g in sorted((g for g in list_gpus() if g.total_bytes > gpu.total_bytes and g.vendor == gpu.vendor
-                         and (not gpu.gpu_class or g.gpu_class == gpu.gpu_class)), key=lambda g: g.total_bytes):
+        from configurator.plan.remedies import larger_gpu_order  # the same family's larger part first
+
+        for g in larger_gpu_order(gpu):
             try:
                 from configurator.estimate import estimate
 

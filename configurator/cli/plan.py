@@ -26,7 +26,8 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--gpu", shell_complete=common.complete_gpu,
               help="GPU name, alias, or node-label value (see `vllm-configurator gpus`); MIG: a100-80gb:3g.40gb.")
 @click.option("--gpu-memory", "--gpu_memory", "gpu_memory", help="GPU memory as CUDA reports it, e.g. 79.18GiB.")
-@click.option("--gpus", type=int, default=None, help="GPUs available: also choose tensor / pipeline parallelism.")
+@click.option("--gpus", type=int, default=None,
+              help="GPUs available: also choose the layout (replicas, tensor / pipeline / data parallelism).")
 @click.option("--gpus-per-node", "gpus_per_node", type=int, default=8, show_default=True,
               help="GPUs in one node: tensor parallelism stays within a node, more GPUs become nodes.")
 @click.option("--workload", default="chat", show_default=True,
@@ -35,6 +36,10 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--prompt-tokens", "--prompt_tokens", "prompt_tokens", type=int, help="Typical prompt length.")
 @click.option("--output-tokens", "--output_tokens", "output_tokens", type=int, help="Typical output length.")
 @click.option("--concurrency", type=int, help="Requests in flight that must fit without preemption.")
+@click.option("--ttft-ms", "ttft_ms", type=float, default=None,
+              help="Time-to-first-token target (ms): plan the fewest GPUs that meet it (the speed model's prediction).")
+@click.option("--tpot-ms", "tpot_ms", type=float, default=None,
+              help="Time-per-output-token target (ms): plan the fewest GPUs that meet it.")
 @click.option("--max-model-len", "--max_model_len", "max_model_len", default=None,
               help="Plan a longer --max-model-len than the workload needs (tokens, or 'full' for the model's limit); "
                    "default: the workload's longest request rounded up to a multiple of 1,024.")
@@ -59,7 +64,7 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 @click.option("--emit", type=click.Choice(["serve", "args", *DEPLOY_EMITS]), default=None,
               help="Print only the `vllm serve` line, the container args as a JSON list, values for charts/vllm "
                    "(helm), a production-stack values file, or Kubernetes manifests (Deployment and Service, or a "
-                   "LeaderWorkerSet past 8 GPUs).")
+                   "LeaderWorkerSet where an engine spans nodes; the plan's replicas as replicas).")
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False), default=None,
               help="Write to this file instead of standard output.")
 @click.option("--force", is_flag=True, help="Replace an existing --output file.")
@@ -71,13 +76,15 @@ DEPLOY_EMITS = ("helm", "production-stack", "manifest")
 def plan_cmd(model_arg, model, model_configs, revision, gpu, gpu_memory, gpus, gpus_per_node, workload, max_context,
              prompt_tokens, output_tokens, concurrency, headroom, max_util, gpu_memory_used, kv_cache_dtype, tp, pp,
              quantization, vllm_version, image, calibration, entry, emit, output, force, best_effort, fmt,
-             max_model_len) -> None:
+             max_model_len, ttft_ms=None, tpot_ms=None) -> None:
     """Choose --gpu-memory-utilization, --kv-cache-dtype, --max-num-seqs and --max-model-len (and, with
     --gpus, the parallelism) that vLLM accepts and that carry the workload; explain each.
 
     When nothing carries the target, the best plan is still shown, marked short of it, with how far and
-    the remedies (each checked by planning again). Exit 0 when the plan carries the workload, 1 when it
-    falls short (or vLLM would start with no candidate), 2 for bad input. With --emit, a short plan is
+    the remedies (each checked by planning again). With TTFT / TPOT targets (--ttft-ms, --tpot-ms or the
+    workload file), the fewest GPUs that meet them. Exit 0 when the plan carries the workload (and meets its
+    targets), 1 when it falls short (or vLLM would start with no candidate, or a target is missed), 2 for
+    bad input. With --emit, a short plan is
     written only with --best-effort; otherwise nothing goes to standard output and the report goes to
     standard error.
     """
@@ -95,8 +102,11 @@ def plan_cmd(model_arg, model, model_configs, revision, gpu, gpu_memory, gpus, g
         if v is not None and (v <= 0 or (v > common.MAX_COUNT and name != "--gpus")):  # --gpus: at most 1,024 below
             shown = f"{v}" if v < 10**20 else f"a {len(str(v))}-digit number"
             raise InputError(f"{name} must be a positive integer up to {common.MAX_COUNT:,}, got {shown}")
+    for name, t in (("--ttft-ms", ttft_ms), ("--tpot-ms", tpot_ms)):
+        if t is not None and not 0 < t < 1e9:
+            raise InputError(f"{name} must be a positive number of milliseconds, got {t:g}")
     w = override(load_workload(workload), max_context_tokens=max_context, prompt_tokens=prompt_tokens,
-                 output_tokens=output_tokens, concurrency=concurrency)
+                 output_tokens=output_tokens, concurrency=concurrency, ttft_ms=ttft_ms, tpot_ms=tpot_ms)
     spec = common.model_spec(model, model_configs, revision)
     result = plan(PlanRequest(
         model=spec, workload=w, gpu=gpu, gpu_memory=gpu_memory, gpus=gpus,
@@ -138,7 +148,8 @@ def plan_cmd(model_arg, model, model_configs, revision, gpu, gpu_memory, gpus, g
         _write(buf.getvalue(), output, force, inputs)
     else:
         _render(result, sys.stdout)  # a terminal gets colour
-    sys.exit(int(ExitCode.OK if result.feasible and result.status == "carries" else ExitCode.FAIL))
+    ok = result.feasible and result.status == "carries" and result.meets_targets is not False
+    sys.exit(int(ExitCode.OK if ok else ExitCode.FAIL))
 
 
 def _shortfall(result) -> str:
@@ -164,6 +175,18 @@ def _render(result, stream) -> None:
     from configurator.report.plan_text import render
 
     render(result, stream)
+    if result.status == "nothing-starts":
+        return
+    lines = []
+    if result.replicas > 1:
+        lines.append(f"Replicas: run {result.replicas} engines of this command, {result.gpus // result.replicas} "
+                     f"GPUs each ({result.layout}; --emit manifest / helm sets the replicas)")
+    if result.binding and result.meets_targets is not None:  # a target stated: memory or a target binds
+        lines.append(f"Binds: {result.binding}")
+    if result.next_step:
+        lines.append(f"Next step up: {result.next_step}")
+    if lines:
+        stream.write("\n" + "\n".join(lines) + "\n")
 
 
 def _emit(what: str, result, gpus_per_node: int = 8, *, best_effort: bool = False) -> str:
@@ -178,6 +201,11 @@ def _emit(what: str, result, gpus_per_node: int = 8, *, best_effort: bool = Fals
 
     header = (f"# vllm-configurator plan: {result.model} on {result.gpus} x {result.gpu}, vLLM {result.vllm_version}"
               f" ({what})\n")
+    if result.replicas > 1:
+        header += f"# {result.layout}: {result.replicas} replicas of {result.gpus // result.replicas} GPUs\n"
+    if result.queued:
+        header += (f"# a queue: {result.carried_concurrency:,} of {result.workload['concurrency']:,} requests run at "
+                   f"once, {result.queued:,} wait in vLLM's queue\n")
     if best_effort:
         header += (f"# best effort: short of the target, carries {result.carried_concurrency:,} of "
                    f"{result.workload['concurrency']:,} concurrent requests\n")

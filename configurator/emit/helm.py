@@ -109,11 +109,17 @@ def shape(gpus: int, gpus_per_node: int) -> Shape:
     return Shape(gpus // gpus_per_node, gpus_per_node)
 
 
+def engine_gpus(plan: PlanResult) -> int:
+    """The GPUs of one engine (one `vllm serve`): the plan's GPUs over its replicas (Deployment replicas,
+    LeaderWorkerSet groups), each a pod or a group of pods of its own."""
+    return plan.gpus // max(1, plan.replicas)
+
+
 def checkpoint_bytes(plan: PlanResult) -> int:
     """What each pod downloads and loads: the weights on one GPU x the GPUs (tensor and pipeline shards
     add up to the checkpoint; replicated embeddings make this a slight over-estimate). Online
     quantization (--quantization on a 16-bit checkpoint) downloads the 16-bit weights: twice the fp8."""
-    total = plan.estimate.memory.weights_bytes * plan.gpus
+    total = plan.estimate.memory.weights_bytes * engine_gpus(plan)
     online = plan.flags.get("quantization") and not plan.estimate.model.quantization
     return total * 2 if online else total
 
@@ -127,7 +133,7 @@ def startup_budget(plan: PlanResult, opts: DeployOptions | None = None) -> Start
     if opts.weight_load_bytes_per_s <= 0:
         raise InputError("the weight load rate must be positive")
     t = startup_time(checkpoint_bytes(plan), enforce_eager=bool(plan.flags.get("enforce_eager")),
-                     multi_node=shape(plan.gpus, opts.gpus_per_node).nodes > 1,
+                     multi_node=shape(engine_gpus(plan), opts.gpus_per_node).nodes > 1,
                      rate_bytes_per_s=opts.weight_load_bytes_per_s)
     return StartupBudget(download_bytes=t.download_bytes, load_s=t.load_s, fixed_s=t.fixed_s, compile_s=t.compile_s,
                          multi_node_s=t.multi_node_s, period_s=PROBE_PERIOD_S,
@@ -169,7 +175,7 @@ def chart_values(plan: PlanResult, opts: DeployOptions | None = None) -> ChartVa
         raise InputError(f"no plan carries the workload, so there is nothing to deploy: {plan.summary}")
     if opts.replicas < 0:
         raise InputError(f"replicas must not be negative, got {opts.replicas}")
-    lay = shape(plan.gpus, opts.gpus_per_node)
+    lay = shape(engine_gpus(plan), opts.gpus_per_node)
     gpu = gpu_nodes(plan.gpu)
     budget = startup_budget(plan, opts)
     shm_bytes = SHM_BYTES_PER_GPU * lay.gpus_per_pod
@@ -179,7 +185,7 @@ def chart_values(plan: PlanResult, opts: DeployOptions | None = None) -> ChartVa
         image=Image(repository=opts.image_repository, tag=opts.image_tag or f"v{plan.vllm_version}"),
         model=ModelSource(name=plan.model, **({"revision": opts.revision} if opts.revision else {})),
         vllm=VllmSettings(**{camel(k): v for k, v in plan.flags.items() if v is not None}),
-        replicaCount=opts.replicas,
+        replicaCount=opts.replicas * max(1, plan.replicas),  # the plan's replicas, each engine a pod (group)
         nodes=lay.nodes,
         gpusPerNode=lay.gpus_per_pod,
         gpu=GpuSelection(resource=gpu.resource, productLabel=gpu.label, products=list(gpu.products)),
@@ -207,7 +213,7 @@ def chart_values(plan: PlanResult, opts: DeployOptions | None = None) -> ChartVa
 def deployment_warnings(plan: PlanResult, opts: DeployOptions | None = None) -> list[str]:
     """Sentences about a deployment that works but is not what vLLM recommends."""
     opts = opts or DeployOptions()
-    lay = shape(plan.gpus, opts.gpus_per_node)
+    lay = shape(engine_gpus(plan), opts.gpus_per_node)
     tp = int(plan.flags.get("tensor_parallel_size") or 1)
     out = []
     if lay.nodes > 1 and tp > lay.gpus_per_pod:
