@@ -627,3 +627,39 @@ def test_sync_published_writes_between_the_markers_with_their_indent(mod, tmp_pa
     bare.write_text("no markers\n")
     with pytest.raises(ValueError, match="markers"):
         mod.sync_published("p", (bare,))
+
+
+def test_docs_state_the_fitted_coefficients_as_profiles_overheads_holds_them(mod):
+    """docs/memory-model.md states every fitted coefficient as benchmarks/accuracy.py wrote it into
+    profiles/overheads.yaml (coefficient_phrases), the CUDA-graph terms as fitted; no doc states the hand-set
+    graph terms (256 MiB + 8 MiB per layer) as the tool's."""
+    text = " ".join((ROOT / "docs" / "memory-model.md").read_text().split())
+    for phrase in mod.coefficient_phrases():
+        assert phrase in text, phrase
+    graph = next(p for p in mod.coefficient_phrases() if "per decoder layer" in p)
+    assert f"{graph} at the default 51 capture sizes (fitted" in text
+    for path in (ROOT / "README.md", *(ROOT / "docs").glob("*.md")):
+        flat = " ".join(path.read_text().split())
+        assert "the tool: 256 MiB + 8 MiB" not in flat and "not fitted (mechanisms from the source)" not in flat, path
+
+
+@pytest.mark.parametrize("scale", [0.1, 3.0])
+def test_which_records_are_left_out_does_not_depend_on_their_logged_figures(mod, tmp_path, scale):
+    """No record is dropped for how it misses: the logged available KV and weights scaled (so every miss changes)
+    leave out exactly the same records, for the same reasons."""
+    import kv_reproduction
+
+    repo_data("logs", "vllm-startup-logs.dev2.jsonl")
+    paths = []
+    for i, path in enumerate(kv_reproduction.ALL_LOGS):
+        recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        for r in recs:
+            for k in ("available_kv_cache_gib", "model_loading_gib"):
+                if isinstance(r.get(k), int | float):
+                    r[k] = round(r[k] * scale, 2)
+        out = tmp_path / f"{i}.jsonl"
+        out.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        paths.append(out)
+    _, as_logged = mod.cases(kv_reproduction.ALL_LOGS)
+    _, scaled = mod.cases(paths)
+    assert as_logged and scaled == as_logged
