@@ -663,3 +663,20 @@ def test_which_records_are_left_out_does_not_depend_on_their_logged_figures(mod,
     _, as_logged = mod.cases(kv_reproduction.ALL_LOGS)
     _, scaled = mod.cases(paths)
     assert as_logged and scaled == as_logged
+
+
+def test_the_readme_names_the_default_release_the_script_evaluates_undated_records_as():
+    from configurator.vllm.versions import NEWEST
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"else the tool's default ({NEWEST});" in text
+
+
+def test_docs_accuracy_states_the_scripts_own_constants(mod):
+    eb = load_benchmark("error_band")
+    text = " ".join((ROOT / "docs" / "accuracy.md").read_text().split())
+    assert f"squared within {mod.HUBER_BYTES / GiB:g} GiB" in text
+    assert f"({mod.GRAPH_START[0] // 2**20} MiB + {mod.GRAPH_START[1] // 2**20} MiB per layer)" in text
+    assert f"the {eb.QUANTILE:.0%} order statistic of all of them" in text
+    assert f"Every key value of {eb.MIN_STRATUM} records or more gets its own width" in text
+    assert f"at least {eb.COVERAGE_TARGET:.0%} in every stratum of at least {eb.MIN_STRATUM} records" in text
