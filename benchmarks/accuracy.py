@@ -1035,7 +1035,13 @@ def band_section(ev: dict, s: dict) -> list[str]:
            "| stratum | n | median GiB | p90 GiB | in-sample coverage | held-out coverage | held-out misses |",
            "|---|---|---|---|---|---|---|",
            *(f"| {_cell(x['stratum'])} | {x['n']} | {x['median']:.2f} | {x['p90']:.2f} | "
-             f"{x['coverage']:.0%} | {x['held_out']:.0%} | {' '.join(x['misses'])} |" for x in a["strata"]), ""]
+             f"{x['coverage']:.0%} | {x['held_out']:.0%} | {' '.join(x['misses'])} |" for x in a["strata"]), "",
+           f"Sensitivity: the band at other levels than the {error_band.QUANTILE:.0%} fixed beforehand (unit "
+           f"{a['unit']}; each combination against the table built without it at that level).", "",
+           "| level | held-out coverage | strata of >= 5 records under 90% held out | median half-width GiB |",
+           "|---|---|---|---|",
+           *(f"| {x['level']:g} | {x['held_out']:.0%} | {len(x['under'])} {' '.join(_cell(u) for u in x['under'])} | "
+             f"{x['median_width']:.2f} |" for x in a["levels"]), ""]
     return out
 
 

@@ -95,26 +95,27 @@ def _kvs(r: dict) -> list[str]:
     return [f"{k}={r['keys'][k]}" for k in STRATUM_KEYS]
 
 
-def _widths(rows: list[dict], unit: str, unseen: float) -> dict[str, float]:
+def _widths(rows: list[dict], unit: str, unseen: float, level: float = QUANTILE) -> dict[str, float]:
     """A width per key value: the QUANTILE of its records' needs (_need) where MIN_STRATUM records or more hold
     it; else the unseen spread, or its own records' widest need if wider."""
     members: dict[str, list[float]] = {}
     for r in rows:
         for x in _kvs(r):
             members.setdefault(x, []).append(_need(r, unit))
-    return {x: _q(v) if len(v) >= MIN_STRATUM else max([unseen, *v]) for x, v in members.items()}
+    return {x: _q(v, level) if len(v) >= MIN_STRATUM else max([unseen, *v]) for x, v in members.items()}
 
 
-def build(rows: list[dict], unit: str) -> dict:
+def build(rows: list[dict], unit: str, level: float = QUANTILE) -> dict:
     """The band table from these residuals, in `unit`: the unseen spread, a width per key value (_widths),
-    how many records hold each key value and each combination."""
-    unseen = _up(_q([_need(r, unit) for r in rows]))
-    widths = _widths(rows, unit, unseen)
+    how many records hold each key value and each combination. `level`: QUANTILE, another only for the
+    sensitivity rows (levels)."""
+    unseen = _up(_q([_need(r, unit) for r in rows], level))
+    widths = _widths(rows, unit, unseen, level)
     seen = {x: sum(x in _kvs(r) for r in rows) for x in sorted(widths)}
     combos: dict = {}
     for r in rows:
         combos[r["combination"]] = combos.get(r["combination"], 0) + 1
-    return {"unit": unit, "unseen": {"width": unseen, "records": len(rows), "quantile": QUANTILE},
+    return {"unit": unit, "unseen": {"width": unseen, "records": len(rows), "quantile": level},
             "min_stratum": MIN_STRATUM,
             "strata": {x: {"width": _up(w), "records": seen[x]} for x, w in sorted(widths.items())},
             "seen": seen, "combinations": dict(sorted(combos.items()))}
@@ -129,11 +130,11 @@ def covered(doc: dict, r: dict) -> bool:
     return _need(r, "gib") * GiB <= half_width(doc, r)
 
 
-def held_out(rows: list[dict], unit: str) -> dict[str, bool]:
+def held_out(rows: list[dict], unit: str, level: float = QUANTILE) -> dict[str, bool]:
     """Each record scored against the table (in `unit`) built without every record of its combination."""
     out = {}
     for c in sorted({r["combination"] for r in rows}):
-        doc = build([r for r in rows if r["combination"] != c], unit)
+        doc = build([r for r in rows if r["combination"] != c], unit, level)
         out |= {r["id"]: covered(doc, r) for r in rows if r["combination"] == c}
     return out
 
@@ -181,6 +182,24 @@ def strata_table(rows: list[dict], doc: dict, held: dict[str, bool]) -> list[dic
     return out
 
 
+SENSITIVITY_LEVELS = (0.8, 0.9, 0.95, 0.975, 1.0)
+
+
+def levels(rows: list[dict], unit: str) -> list[dict]:
+    """What another level would give (a sensitivity table; the band is built at QUANTILE, fixed beforehand):
+    per level, held-out coverage over all records, the strata of >= MIN_STRATUM records held out under
+    COVERAGE_TARGET, and the median half-width (GiB) of the table built on all records at that level."""
+    out = []
+    for level in SENSITIVITY_LEVELS:
+        held = held_out(rows, unit, level)
+        doc = build(rows, unit, level)
+        under = [s["stratum"] for s in strata_table(rows, doc, held)
+                 if s["n"] >= MIN_STRATUM and s["held_out"] < COVERAGE_TARGET]
+        out.append({"level": level, "held_out": sum(held.values()) / len(rows) if rows else 0.0, "under": under,
+                    "median_width": statistics.median(half_width(doc, r) / GiB for r in rows) if rows else 0.0})
+    return out
+
+
 def analyse(ev: dict) -> dict:
     rows = residuals(ev)
     unit, cov = choose(rows)
@@ -192,7 +211,7 @@ def analyse(ev: dict) -> dict:
             "strata": strata_table(rows, doc, held),
             "coverage": sum(covered(doc, r) for r in rows) / len(rows) if rows else 0.0,
             "held_out": sum(held.values()) / len(rows) if rows else 0.0,
-            "median_width": statistics.median(widths) if widths else 0.0,
+            "median_width": statistics.median(widths) if widths else 0.0, "levels": levels(rows, unit),
             "test": test, "test_coverage": sum(covered(doc, r) for r in test) / len(test) if test else None}
 
 
@@ -233,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     for s in a["strata"]:
         print(f"  {s['stratum']:<60} n={s['n']:<3} median {s['median']:.2f} p90 {s['p90']:.2f} GiB "
               f"coverage {s['coverage']:.0%} held-out {s['held_out']:.0%}")
+    for x in a["levels"]:
+        print(f"  at level {x['level']:g}: held out {x['held_out']:.0%}, {len(x['under'])} strata under "
+              f"{COVERAGE_TARGET:.0%} {' '.join(x['under'])}, median half-width {x['median_width']:.2f} GiB")
     if a["test"]:
         print(f"test split: {len(a['test'])} records, band coverage {a['test_coverage']:.0%}")
     if not args.check:

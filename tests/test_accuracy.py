@@ -616,6 +616,9 @@ def test_accuracy_md_prints_the_per_stratum_held_out_table_and_the_median_width(
                f"{x['coverage']:.0%} | {x['held_out']:.0%} | {' '.join(x['misses'])} |")
         assert row in text, row
     assert f"median half-width over the {len(a['rows'])} records: {a['median_width']:.2f} GiB" in text
+    assert [x["level"] for x in a["levels"]] == list(load_benchmark("error_band").SENSITIVITY_LEVELS)
+    for x in a["levels"]:
+        assert f"| {x['level']:g} | {x['held_out']:.0%} | {len(x['under'])} " in text
 
 
 def test_sync_published_writes_between_the_markers_with_their_indent(mod, tmp_path):
@@ -693,3 +696,11 @@ def test_the_docs_name_only_band_code_that_exists():
     assert "gpu_kind" not in section and "UNSEEN_CLASS_FRACTION" not in section
     for name in ("gpu_class_of",):
         assert f"`{name}`" in section and hasattr(B, name)
+
+
+def test_a_higher_level_widens_every_stratum_to_its_largest_need():
+    eb = load_benchmark("error_band")
+    rows = [_res(i, 0.1 * (i + 1)) for i in range(10)]  # one stratum of ten: 0.1 .. 1.0 GiB
+    assert eb.build(rows, "gib")["strata"]["layout=gqa"]["width"] == 0.9
+    assert eb.build(rows, "gib", 1.0)["strata"]["layout=gqa"]["width"] == 1.0
+    assert eb.build(rows, "gib", 1.0)["unseen"] == {"width": 1.0, "records": 10, "quantile": 1.0}
