@@ -143,16 +143,12 @@ GPU_TOTAL_TOLERANCE_BYTES = int(0.006 * (1 << 30))
 V0_STAND_IN = "0.7.3"  # the last V0-default release: stands for a V0 log that prints no version (not predicted)
 
 
-def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str | None = None,
-                       gpu_memory: str | None = None, vllm_version: str | None = None,
-                       flags: dict | None = None) -> CalibrationReport:
-    """Turn a parsed start-up log into a Calibration, and check that it reproduces the log."""
-    from configurator.estimate import EstimateRequest, estimate
+def _model_and_release(log, model: str | None, vllm_version: str | None, warnings: list[str]):
+    """The model spec and the release behaviour a log is read as (--model / --vllm-version override the log's),
+    and the release's label when the log names none (a V0 log without its banner)."""
     from configurator.model.resolve import resolve_model
-    from configurator.vllm.flags import BY_DEST, convert
     from configurator.vllm.versions import behaviour
 
-    warnings: list[str] = []
     name = model or log.model
     if not name:
         raise InputError("the log does not name the model; pass --model")
@@ -169,7 +165,13 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
         version, label = V0_STAND_IN, "V0 (version not logged)"
     elif not version:
         warnings.append("the log does not print the vLLM version: assuming the newest modelled release")
-    b = behaviour(version or "latest")
+    return spec, behaviour(version or "latest"), label
+
+
+def _logged_kv(log, source: str) -> tuple[int | None, str | None]:
+    """The KV pool the log states ('Available KV cache memory', else 'Current kv cache memory in use'), and where
+    it was read when not from the first; (None, None) when only '# GPU blocks' tells it. Raises InputError when
+    nothing does."""
     available = log.available_kv_bytes
     kv_source = None
     if available is None and log.kv_in_use_bytes is not None:
@@ -179,6 +181,14 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     if available is None and not log.num_gpu_blocks:
         raise InputError(f"{source}: no 'Available KV cache memory', V0 KV size ('kv_cache_size=', 'reserved for "
                          f"KV Cache'), 'Current kv cache memory in use' or '# GPU blocks' line: nothing to calibrate")
+    return available, kv_source
+
+
+def _log_flags(log, flags: dict | None) -> dict:
+    """The flags the run used: its non-default args vLLM printed (those a flag takes), the fields the log shows,
+    then the caller's (`--` after the log) over them."""
+    from configurator.vllm.flags import BY_DEST, convert
+
     f: dict = {}
     for k, v in (log.non_default_args or {}).items():
         if k in BY_DEST and k != "model" and v is not None:
@@ -196,26 +206,35 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     if log.requested_util is not None:
         f.setdefault("gpu_memory_utilization", log.requested_util)
     f.update(flags or {})
-    gpu_note = None
-    if not gpu and not gpu_memory:
-        if not log.total_memory_bytes:
-            raise InputError("the log does not show the GPU's total memory; pass --gpu or --gpu-memory")
-        from configurator.hardware.catalog import match_cuda_total
+    return f
 
-        found, near = match_cuda_total(log.total_memory_bytes, GPU_TOTAL_TOLERANCE_BYTES)
-        logged = f"{log.total_memory_bytes / (1 << 30):.2f} GiB"
-        if found is not None:
-            gpu = found.name
-            gpu_note = (f"GPU: {found.name} ({found.display_name}), the catalog GPU whose CUDA total matches the "
-                        f"logged {logged}; pass --gpu to name another")
-        else:
-            gpu_memory = f"{log.total_memory_bytes}B"
-            if len(near) > 1:
-                warnings.append(f"the logged CUDA total {logged} matches {' and '.join(g.name for g in near)}: "
-                                f"labelled custom; pass --gpu to name it")
-    pred = estimate(EstimateRequest(model=spec, gpu=gpu, gpu_memory=gpu_memory, vllm_version=b.version, flags=f))
+
+def _gpu_of_log(log, gpu: str | None, gpu_memory: str | None,
+                warnings: list[str]) -> tuple[str | None, str | None, str | None]:
+    """(gpu, gpu_memory, note): as given, else the catalog GPU whose CUDA total matches the logged one, else that
+    total as a custom GPU. Raises InputError when neither is given nor logged."""
+    if gpu or gpu_memory:
+        return gpu, gpu_memory, None
+    if not log.total_memory_bytes:
+        raise InputError("the log does not show the GPU's total memory; pass --gpu or --gpu-memory")
+    from configurator.hardware.catalog import match_cuda_total
+
+    found, near = match_cuda_total(log.total_memory_bytes, GPU_TOTAL_TOLERANCE_BYTES)
+    logged = f"{log.total_memory_bytes / (1 << 30):.2f} GiB"
+    if found is not None:
+        return found.name, gpu_memory, (f"GPU: {found.name} ({found.display_name}), the catalog GPU whose CUDA "
+                                        f"total matches the logged {logged}; pass --gpu to name another")
+    if len(near) > 1:
+        warnings.append(f"the logged CUDA total {logged} matches {' and '.join(g.name for g in near)}: "
+                        f"labelled custom; pass --gpu to name it")
+    return gpu, f"{log.total_memory_bytes}B", None
+
+
+def _measured(log, pred, b, f: dict, available: int | None, kv_source: str | None, source: str,
+              warnings: list[str]) -> tuple[MeasuredMemory, int | None]:
+    """What vLLM measured, the prediction filling what the log does not show (each such gap a warning), and the
+    CUDA graphs captured after the KV pool was sized (shown, not kept). Raises InputError for impossible numbers."""
     pm = pred.memory
-    predicted = pred.not_modelled is None
     total = log.total_memory_bytes or pm.total_bytes or pred.gpu.total_bytes  # the last: a release not predicted
     # a release the estimate does not model (below 0.8) resolves no flags: the run's own, else vLLM's default
     # 0.9 (EngineArgs.gpu_memory_utilization, vllm/engine/arg_utils.py, every release 0.6-0.33)
@@ -257,11 +276,28 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
                          f"cache {available / gib:.2f} GiB exceed the {requested / gib:.2f} GiB vLLM may use "
                          f"(gpu_memory_utilization {util:g} x {total / gib:.2f} GiB): not calibrated (another GPU's "
                          "log, several runs mixed, or a different --gpu-memory-utilization: pass it after --)")
-    measured = MeasuredMemory(total_bytes=total, requested_bytes=requested, weights_bytes=weights,
-                              activation_bytes=activation, non_torch_bytes=log.non_torch_bytes,
-                              cudagraph_bytes=graphs, overhead_bytes=requested - weights - available,
-                              available_kv_bytes=available, kv_tokens=log.kv_tokens,
-                              max_concurrency=log.max_concurrency)
+    return MeasuredMemory(total_bytes=total, requested_bytes=requested, weights_bytes=weights,
+                          activation_bytes=activation, non_torch_bytes=log.non_torch_bytes,
+                          cudagraph_bytes=graphs, overhead_bytes=requested - weights - available,
+                          available_kv_bytes=available, kv_tokens=log.kv_tokens,
+                          max_concurrency=log.max_concurrency), graphs_after
+
+
+def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str | None = None,
+                       gpu_memory: str | None = None, vllm_version: str | None = None,
+                       flags: dict | None = None) -> CalibrationReport:
+    """Turn a parsed start-up log into a Calibration, and check that it reproduces the log."""
+    from configurator.estimate import EstimateRequest, estimate
+
+    warnings: list[str] = []
+    spec, b, label = _model_and_release(log, model, vllm_version, warnings)
+    available, kv_source = _logged_kv(log, source)
+    f = _log_flags(log, flags)
+    gpu, gpu_memory, gpu_note = _gpu_of_log(log, gpu, gpu_memory, warnings)
+    pred = estimate(EstimateRequest(model=spec, gpu=gpu, gpu_memory=gpu_memory, vllm_version=b.version, flags=f))
+    pm = pred.memory
+    predicted = pred.not_modelled is None
+    measured, graphs_after = _measured(log, pred, b, f, available, kv_source, source, warnings)
     predicted_overhead = pm.activation_bytes + pm.non_torch_bytes + pm.cudagraph_bytes + pm.other_bytes
     cal = Calibration(model=spec.hf_id or spec.name, gpu=pred.gpu.name, vllm_version=label or b.version,
                       flags={k: v for k, v in pred.flags.items() if v is not None},
@@ -272,16 +308,19 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     def p(value: int) -> int | None:
         return value if predicted else None
 
-    rows = [("total (CUDA)", total, p(pm.total_bytes)), ("requested (util x total)", requested, p(pm.requested_bytes)),
-            ("weights", weights, pm.weights_bytes), ("activation peak", activation, p(pm.activation_bytes)),
+    m = measured
+    rows = [("total (CUDA)", m.total_bytes, p(pm.total_bytes)),
+            ("requested (util x total)", m.requested_bytes, p(pm.requested_bytes)),
+            ("weights", m.weights_bytes, pm.weights_bytes), ("activation peak", m.activation_bytes,
+                                                             p(pm.activation_bytes)),
             ("non-torch", log.non_torch_bytes, p(pm.non_torch_bytes))]
     if graphs_after is not None:
         rows.append(("CUDA graphs (after the KV pool)", graphs_after, None))
     else:
-        rows.append(("CUDA graphs", graphs, p(pm.cudagraph_bytes)))
-    rows += [("all non-KV overhead", measured.overhead_bytes, p(predicted_overhead)),
-             ("available KV cache", available, p(pm.kv_cache_bytes))]
-    return CalibrationReport(calibration=cal, rows=rows, logged_kv_bytes=available,
+        rows.append(("CUDA graphs", m.cudagraph_bytes, p(pm.cudagraph_bytes)))
+    rows += [("all non-KV overhead", m.overhead_bytes, p(predicted_overhead)),
+             ("available KV cache", m.available_kv_bytes, p(pm.kv_cache_bytes))]
+    return CalibrationReport(calibration=cal, rows=rows, logged_kv_bytes=m.available_kv_bytes,
                              predicted_kv_bytes=p(pm.kv_cache_bytes),
                              calibrated_kv_bytes=check.memory.kv_cache_bytes if check else None,
                              logged_tokens=log.kv_tokens,

@@ -27,10 +27,25 @@ def acc(mod):
 # ---------------------------------------------------------------- the published figures
 
 
+# a target the project does not meet yet: its own strict xfail below (fails as soon as it is met, so that the
+# mark is removed then), never a looser threshold
+NOT_MET_YET = ("band_strata_under_90pct",)
+
+
 def test_every_target_is_met(acc):
     mod, _ev, s = acc
-    assert not mod.claims_missed(s), mod.claims_missed(s)
+    missed = [m for m in mod.claims_missed(s) if m.split(":")[0] not in NOT_MET_YET]
+    assert not missed, missed
     assert s["all"]["in"]["n"] >= 40 and s["log"]["in"]["n"] >= 20
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 25 Done-when, not met yet: held out, the band misses one record in layout=sliding (9 records) and one "
+    "in gpu_class=desktop (8): an MXFP4 start at 0.11 and a vision-language MoE at TP 4, each missing by more than "
+    "any other combination of its strata (benchmarks/accuracy.md lists them); the mechanisms are issue 25 section 3"))
+def test_the_band_holds_90_percent_held_out_in_every_stratum_of_five_records(acc):
+    mod, _ev, s = acc
+    assert mod.band_misses(s) == [] and mod.measured(s)["band_strata_under_90pct"] == 0
 
 
 def test_accuracy_md_publishes_the_scripts_targets_and_measures(acc):
@@ -140,15 +155,16 @@ def test_the_test_split_is_never_fitted_and_reported_apart(acc):
 def test_no_record_is_dropped_for_how_it_misses(acc):
     """Left out only for what the record does not give or the tool does not model, never for its error."""
     _mod, ev, _s = acc
+    assert ev["skipped"]  # the loop asserts something
     for k in ev["skipped"]:
         assert "bigger than named" not in k["reason"] and "miss" not in k["reason"]
 
 
 def test_records_at_the_default_release_are_never_fitted(acc):
     mod, ev, _s = acc
-    for r in ev["rows"]:
-        if r["case"].release.how == "default":
-            assert not mod._fitted(r)
+    default = [r for r in ev["rows"] if r["case"].release.how == "default"]
+    assert default  # the loop asserts something
+    assert not any(mod._fitted(r) for r in default)
 
 
 # ---------------------------------------------------------------- the fit
@@ -486,3 +502,205 @@ def test_an_estimate_without_a_named_release_gets_the_band_of_an_assumed_release
     latest = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="l4", vllm_version="latest",
                                       flags={"max_model_len": 8192}))
     assert "|consumed|" in named.band_basis and "|assumed|" in latest.band_basis
+
+
+# ---------------------------------------------------------------- held-out band (issue 25 Done-when)
+
+
+def test_the_band_target_counts_held_out_coverage_not_the_shipped_tables(mod):
+    """band_strata_under_90pct counts strata whose held-out coverage is under 90%, whatever the shipped
+    table's in-sample coverage of the residuals it was built from."""
+    strata = [{"stratum": "layout=sliding", "n": 9, "coverage": 1.0, "held_out": 8 / 9, "misses": ["x"]},
+              {"stratum": "layout=gqa", "n": 20, "coverage": 0.8, "held_out": 0.95, "misses": []},
+              {"stratum": "weights=mxfp4", "n": 2, "coverage": 1.0, "held_out": 0.5, "misses": ["y"]}]
+    assert mod.band_misses({"band": {"strata": strata}}) == ["layout=sliding"]
+
+
+def test_held_out_coverage_rechooses_the_unit_without_the_combination_scored():
+    eb = load_benchmark("error_band")
+    rows = []
+    for i in range(12):  # errors proportional to the budget, one combination each
+        r = _res(i, 0.0, layout=f"l{i % 6}", era="consumed" if i < 6 else "weights_peak")
+        r["budget"] = (10 + 10 * i) * GiB
+        r["residual"] = int(0.05 * r["budget"])
+        rows.append(r)
+    held, docs = eb.nested(rows)
+    assert set(held) == {r["id"] for r in rows}
+    for c, doc in docs.items():
+        rest = [r for r in rows if r["combination"] != c]
+        assert c not in doc["combinations"] and doc == eb.fold_table(rest)
+        assert doc["unit"] == eb.choose(rest)[0]
+
+
+def test_an_over_prediction_of_a_layout_not_modelled_needs_no_width_an_under_prediction_does():
+    """Where the estimate names the KV layout as not modelled its band reaches down to no KV
+    (estimate/pipeline.py with_band): an over-prediction is inside whatever the width; an under-prediction is
+    not, and both count in the strata as any other record."""
+    eb = load_benchmark("error_band")
+    over = {**_res(1, 16.0, layout="compressed"), "open": True}
+    under = {**_res(2, -16.0, layout="compressed"), "open": True}
+    assert eb._need(over, "gib") == 0.0 and eb._need(under, "gib") == 16.0
+    doc = eb.build([_res(i, 0.3) for i in range(10)], "gib")
+    assert eb.covered(doc, over) and not eb.covered(doc, under)
+    assert not eb.covered(doc, {**over, "open": False})
+
+
+def test_residual_rows_mark_the_layouts_the_estimate_does_not_model(acc):
+    _mod, ev, s = acc
+    from configurator.estimate.features import unmodelled_layout
+
+    rows = {r["id"]: r for r in s["band"]["rows"]}
+    for r in ev["rows"]:
+        c = r["case"]
+        if c.id in rows:
+            assert rows[c.id]["open"] == (unmodelled_layout(c.model, c.flags) is not None)
+            if rows[c.id]["open"]:  # the estimate's band does reach down to no KV
+                assert r["res"].kv_cache_bytes_low == 0
+
+
+def test_cross_validated_verdicts_use_the_band_built_without_the_records_combination(mod, monkeypatch):
+    import sys
+
+    from configurator.estimate import band as B
+
+    load_benchmark("error_band")
+    eb = sys.modules["error_band"]  # the module accuracy.py imports
+
+    class _Case:
+        def __init__(self, i, keys, kv):
+            self.id, self.keys, self.group, self.split = f"r{i}", keys, B.combination(keys), "dev"
+            self.model, self.flags, self.logged_kv = None, {}, kv
+
+    rows = []
+    for i in range(8):
+        keys = {"layout": "sliding" if i % 2 else "gqa", "weights": f"w{i % 4}", "era": "consumed",
+                "features": "none", "gpu_class": "datacenter"}
+        rows.append({"case": _Case(i, keys, 10 * GiB), "cv_kv": int((10 + 0.1 * i) * GiB), "budget": 40 * GiB,
+                     "version": "0.28.0", "cv_fit": None})
+    monkeypatch.setattr(eb, "unmodelled_layout", lambda *_a, **_k: None)
+    monkeypatch.setattr(mod, "coeffs_from", lambda *_a: None)
+    seen: dict[str, set] = {}
+
+    class _Res:
+        verdict = "fits"
+
+    def run(case, version, co=None):
+        seen[case.id] = set(B._current()["combinations"])
+        return _Res()
+
+    monkeypatch.setattr(mod, "run", run)
+    mod.held_out_verdicts(rows, sorted({r["case"].group for r in rows}))
+    for r in rows:
+        assert r["cv_verdict"] == "fits" and r["case"].group not in seen[r["case"].id]
+    assert B._current() is B._doc()  # the shipped table again once the block ends
+
+
+def test_band_table_override_applies_inside_the_block_only():
+    from configurator.estimate import band as B
+
+    keys = {"layout": "gqa", "weights": "16-bit", "era": "consumed", "features": "none", "gpu_class": "datacenter"}
+    doc = {"unit": "gib", "unseen": {"width": 7.0, "records": 1, "quantile": 0.9}, "min_stratum": 5, "strata": {},
+           "seen": {}, "combinations": {}}
+    shipped = B.band_for(keys, 40 * GiB).below
+    with B.table(doc):
+        assert B.band_for(keys, 40 * GiB).below == 7 * GiB
+    assert B.band_for(keys, 40 * GiB).below == shipped
+
+
+def test_accuracy_md_prints_the_per_stratum_held_out_table_and_the_median_width(acc):
+    _mod, _ev, s = acc
+    a = s["band"]
+    text = (ROOT / "benchmarks" / "accuracy.md").read_text()
+    for x in a["strata"]:
+        row = (f"| {x['stratum'].replace('|', chr(92) + '|')} | {x['n']} | {x['median']:.2f} | {x['p90']:.2f} | "
+               f"{x['coverage']:.0%} | {x['held_out']:.0%} | {' '.join(x['misses'])} |")
+        assert row in text, row
+    assert f"median half-width over the {len(a['rows'])} records: {a['median_width']:.2f} GiB" in text
+    assert [x["level"] for x in a["levels"]] == list(load_benchmark("error_band").SENSITIVITY_LEVELS)
+    for x in a["levels"]:
+        assert f"| {x['level']:g} | {x['held_out']:.0%} | {len(x['under'])} " in text
+
+
+def test_sync_published_writes_between_the_markers_with_their_indent(mod, tmp_path):
+    md = tmp_path / "r.md"
+    md.write_text("a\n   <!-- accuracy:start (x) -->\n   old\n   text\n   <!-- accuracy:end -->\nb\n")
+    assert mod.sync_published("new paragraph", (md,)) == [md]
+    assert md.read_text() == "a\n   <!-- accuracy:start (x) -->\n   new paragraph\n   <!-- accuracy:end -->\nb\n"
+    assert mod.sync_published("new paragraph", (md,)) == []  # nothing to change
+    bare = tmp_path / "s.md"
+    bare.write_text("no markers\n")
+    with pytest.raises(ValueError, match="markers"):
+        mod.sync_published("p", (bare,))
+
+
+def test_docs_state_the_fitted_coefficients_as_profiles_overheads_holds_them(mod):
+    """docs/memory-model.md states every fitted coefficient as benchmarks/accuracy.py wrote it into
+    profiles/overheads.yaml (coefficient_phrases), the CUDA-graph terms as fitted; no doc states the hand-set
+    graph terms (256 MiB + 8 MiB per layer) as the tool's."""
+    text = " ".join((ROOT / "docs" / "memory-model.md").read_text().split())
+    for phrase in mod.coefficient_phrases():
+        assert phrase in text, phrase
+    graph = next(p for p in mod.coefficient_phrases() if "per decoder layer" in p)
+    assert f"{graph} at the default 51 capture sizes (fitted" in text
+    for path in (ROOT / "README.md", *(ROOT / "docs").glob("*.md")):
+        flat = " ".join(path.read_text().split())
+        assert "the tool: 256 MiB + 8 MiB" not in flat and "not fitted (mechanisms from the source)" not in flat, path
+
+
+@pytest.mark.parametrize("scale", [0.1, 3.0])
+def test_which_records_are_left_out_does_not_depend_on_their_logged_figures(mod, tmp_path, scale):
+    """No record is dropped for how it misses: the logged available KV and weights scaled (so every miss changes)
+    leave out exactly the same records, for the same reasons."""
+    import kv_reproduction
+
+    repo_data("logs", "vllm-startup-logs.dev2.jsonl")
+    paths = []
+    for i, path in enumerate(kv_reproduction.ALL_LOGS):
+        recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        for r in recs:
+            for k in ("available_kv_cache_gib", "model_loading_gib"):
+                if isinstance(r.get(k), int | float):
+                    r[k] = round(r[k] * scale, 2)
+        out = tmp_path / f"{i}.jsonl"
+        out.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        paths.append(out)
+    _, as_logged = mod.cases(kv_reproduction.ALL_LOGS)
+    _, scaled = mod.cases(paths)
+    assert as_logged and scaled == as_logged
+
+
+def test_the_readme_names_the_default_release_the_script_evaluates_undated_records_as():
+    from configurator.vllm.versions import NEWEST
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"else the tool's default ({NEWEST});" in text
+
+
+def test_docs_accuracy_states_the_scripts_own_constants(mod):
+    eb = load_benchmark("error_band")
+    text = " ".join((ROOT / "docs" / "accuracy.md").read_text().split())
+    assert f"squared within {mod.HUBER_BYTES / GiB:g} GiB" in text
+    assert f"({mod.GRAPH_START[0] // 2**20} MiB + {mod.GRAPH_START[1] // 2**20} MiB per layer)" in text
+    assert f"the {eb.QUANTILE:.0%} order statistic of all of them" in text
+    assert f"Every key value of {eb.MIN_STRATUM} records or more gets its own width" in text
+    assert f"at least {eb.COVERAGE_TARGET:.0%} in every stratum of at least {eb.MIN_STRATUM} records" in text
+
+
+def test_the_docs_name_only_band_code_that_exists():
+    """docs/memory-model.md's band section names functions of estimate/band.py that exist, and none of the
+    removed per-class rule (gpu_kind, UNSEEN_CLASS_FRACTION)."""
+    from configurator.estimate import band as B
+
+    text = (ROOT / "docs" / "memory-model.md").read_text()
+    section = text[text.index("## 4b. The error band"):text.index("## 4c.")]
+    assert "gpu_kind" not in section and "UNSEEN_CLASS_FRACTION" not in section
+    for name in ("gpu_class_of",):
+        assert f"`{name}`" in section and hasattr(B, name)
+
+
+def test_a_higher_level_widens_every_stratum_to_its_largest_need():
+    eb = load_benchmark("error_band")
+    rows = [_res(i, 0.1 * (i + 1)) for i in range(10)]  # one stratum of ten: 0.1 .. 1.0 GiB
+    assert eb.build(rows, "gib")["strata"]["layout=gqa"]["width"] == 0.9
+    assert eb.build(rows, "gib", 1.0)["strata"]["layout=gqa"]["width"] == 1.0
+    assert eb.build(rows, "gib", 1.0)["unseen"] == {"width": 1.0, "records": 10, "quantile": 1.0}
