@@ -232,6 +232,32 @@ def flags_for(record: dict) -> dict:
     return f
 
 
+SPEC_NO_DRAFT = {"mtp", "ngram", "ngram_gpu", "suffix"}  # methods whose drafter is the target or no model
+
+
+def speculative_for(record: dict) -> dict | None:
+    """The record's --speculative-config as its other_flags spell it (benchmarks/accuracy.py feature_flags), or
+    None. A drafter's attention layers take blocks from the same pool, so a record whose drafter cannot be
+    loaded offline cannot be reproduced: LookupError, as for a target without a config."""
+    from accuracy import feature_flags  # accuracy imports this module: imported here, not at the top
+    try:
+        spec = feature_flags(record).get("speculative_config")
+    except LookupError as e:
+        if "speculative" in str(e):
+            raise
+        return None
+    if not spec:
+        return None
+    draft, method = spec.get("model"), str(spec.get("method") or "").lower()
+    if draft and method not in SPEC_NO_DRAFT:
+        try:
+            resolve_model(str(draft), allow_hub=False)
+        except (ConfiguratorError, ValueError):
+            raise LookupError(f"speculative draft '{draft}': no built-in profile (config.json not available "
+                              f"offline), so its KV layers cannot be counted") from None
+    return spec
+
+
 NOT_STOCK = re.compile(r"not stock vLLM|vllm-omni|Unsloth|\bpatched build\b", re.I)
 
 
@@ -269,6 +295,8 @@ def run(paths=ALL_LOGS) -> tuple[list[dict], list[dict]]:
                 raise LookupError(not_stock(r))
             model, used = model_for(r)
             flags = flags_for(r)
+            if spec := speculative_for(r):
+                flags["speculative_config"] = spec
             if quantization_for(r):
                 flags["quantization"] = quantization_for(r)
             try:
