@@ -131,6 +131,12 @@ def test_v2_runner_falls_back_at_0_29_for_its_unsupported_features():
     assert v2_fallback(b, {}, "eagle3", tp=1, pp=1) == ()
     assert v2_fallback(behaviour("0.31.0"), {"logits_processors": ["x.Y"]}, None, tp=1, pp=1) == ()
     assert v2_fallback(behaviour("0.28.0"), {}, "ngram", tp=1, pp=1) == ()
+    # 0.32.0 / 0.33.0: ngram and stock torch.compile run on V2; DBO still falls back with the env unset
+    for v in ("0.32.0", "0.33.0"):
+        assert v2_fallback(behaviour(v), {"compilation_config": {"mode": 1}}, "ngram", tp=1, pp=1) == ()
+        assert v2_fallback(behaviour(v), {"enable_dbo": True}, None, tp=1, pp=1) == ("dual batch overlap",)
+    assert v2_fallback(behaviour("0.32.0"), {}, "medusa", tp=1, pp=1) and \
+        not v2_fallback(behaviour("0.33.0"), {}, "medusa", tp=1, pp=1)
     r = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="h100-80gb", vllm_version="0.29.0",
                                  flags={"max_model_len": 4096, "speculative_config": {
                                      "method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}}))

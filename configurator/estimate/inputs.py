@@ -224,7 +224,8 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     v0 = v0_reason(b, gpu, kv_name, model.is_mla) or v0_only(model, b.version) or v0_fallback(b.version, f)
     spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
                             version=b.version)
-    if v2 and (off := v2_fallback(b, f, spec.method if spec else None, tp=tp, pp=pp)):
+    if v2 and (off := v2_fallback(b, f, spec.method if spec else None, tp=tp, pp=pp,
+                                  mamba_all=str(f.get("mamba_cache_mode")) == "all")):
         v2, mcb = False, ((2 if pp == 1 else pp) if b.in_flight == "batches" else 1)
         warnings.append(f"Model Runner V2 does not yet support {', '.join(off)}; using the V1 model runner")
     if note := sampler_note(b):

@@ -188,7 +188,7 @@ class Behaviour:
     flashinfer_in_wheel: bool = True
     # model runner V2 falls back to V1 for features it does not support (VllmConfig.use_v2_model_runner /
     # _get_v2_model_runner_unsupported_features): 'none' before 0.29, then that release's list (v2_fallback)
-    v2_fallback_rules: Literal["none", "v0_29", "v0_30", "v0_31"] = "v0_31"
+    v2_fallback_rules: Literal["none", "v0_29", "v0_30", "v0_31", "v0_32", "v0_33"] = "v0_33"
 
 
 # One row per change; each row lists only what changed at that release (first release seen with it
@@ -249,7 +249,8 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     v2_runner=True, v2_scope="all", v2_cudagraph_estimate=True)),
     ("0.30.0", dict(yarn_max_len="as_is", v2_fallback_rules="v0_30")),
     ("0.31.0", dict(capture_decode_size=True, v2_fallback_rules="v0_31")),
-    ("0.33.0", dict(mamba_checkpoint_block=True, gb10_small_tier=True)),
+    ("0.32.0", dict(v2_fallback_rules="v0_32")),
+    ("0.33.0", dict(mamba_checkpoint_block=True, gb10_small_tier=True, v2_fallback_rules="v0_33")),
 )
 
 
@@ -336,30 +337,34 @@ def v1_runs_kv_dtype(b: Behaviour, sm: int, kv_cache_dtype: str, is_mla: bool) -
     return kv_cache_dtype.startswith("fp8") and sm // 10 == 9
 
 
-# (what the feature is, the releases' lists that name it); VllmConfig._get_v2_model_runner_unsupported_features
-# in config/vllm.py 0.29.0, 0.30.0, 0.31.0 (0.32 / 0.33 taken as 0.31)
+# VllmConfig._get_v2_model_runner_unsupported_features (config/vllm.py 0.29.0-0.33.0): the speculative methods
+# each release's model runner V2 does not run (0.29 runs only the listed ones)
 _V2_SPEC_OK_0_29 = frozenset({"eagle", "eagle3", "mtp", "dflash", "dspark", "extract_hidden_states"})
-_V2_SPEC_UNSUPPORTED = {"v0_30": frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "medusa",
-                                            "mlp_speculator", "custom_class"}),
-                        "v0_31": frozenset({"ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator",
-                                            "custom_class"})}
+_V2_SPEC_UNSUPPORTED = {
+    "v0_30": frozenset({"ngram", "ngram_gpu", "draft_model", "suffix", "medusa", "mlp_speculator", "custom_class"}),
+    "v0_31": frozenset({"ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "custom_class"}),
+    "v0_32": frozenset({"suffix", "medusa", "mlp_speculator", "custom_class"}),
+    "v0_33": frozenset({"suffix", "custom_class"}),
+}
 
 
 def v2_fallback(b: Behaviour, flags: dict, spec_method: str | None, *, tp: int, pp: int,
                 mamba_all: bool = False) -> tuple[str, ...]:
     """The features for which this release's model runner V2 hands the model to runner V1 ("Model Runner V2
-    does not yet support %s; using the V1 model runner instead"), as far as the flags show them."""
+    does not yet support %s; using the V1 model runner instead"), as far as the flags show them
+    (VllmConfig.use_v2_model_runner / _get_v2_model_runner_unsupported_features, config/vllm.py 0.29.0-0.33.0)."""
     rules = b.v2_fallback_rules
     if rules == "none":
         return ()
+    early = rules in ("v0_29", "v0_30", "v0_31")  # stock torch.compile, SP, elastic EP: gone in 0.32.0
     out: list[str] = []
     comp = flags.get("compilation_config")
     comp = comp if isinstance(comp, dict) else {}
     mode = str(comp.get("mode", comp.get("level", "")))
-    if mode in ("1", "STOCK_TORCH_COMPILE", "CompilationMode.STOCK_TORCH_COMPILE"):
+    if early and mode in ("1", "STOCK_TORCH_COMPILE", "CompilationMode.STOCK_TORCH_COMPILE"):
         out.append("stock torch.compile")
     pass_cfg = comp.get("pass_config") if isinstance(comp.get("pass_config"), dict) else {}
-    if (pass_cfg.get("enable_sp") or pass_cfg.get("enable_sequence_parallelism")) and tp > 1:
+    if early and (pass_cfg.get("enable_sp") or pass_cfg.get("enable_sequence_parallelism")) and tp > 1:
         out.append("sequence parallelism")
     if flags.get("distributed_executor_backend") == "external_launcher" and pp > 1:
         out.append("pipeline parallelism with external_launcher")
@@ -371,18 +376,17 @@ def v2_fallback(b: Behaviour, flags: dict, spec_method: str | None, *, tp: int, 
                 out.append(f"speculative method '{spec_method}'")
         elif spec_method in _V2_SPEC_UNSUPPORTED[rules]:
             out.append(f"speculative method '{spec_method}'")
-    if flags.get("enable_dbo"):
-        if rules == "v0_29":
-            out.append("dual batch overlap")  # 0.30+: only DBO with LoRA / speculative / PP / CP / multimodal
-        elif flags.get("enable_lora") or spec_method or pp > 1:
-            out.append("dual batch overlap with LoRA, speculative decoding or pipeline parallelism")
-    if flags.get("enable_elastic_ep"):
+    if flags.get("enable_dbo") or int(flags.get("ubatch_size") or 1) > 1:
+        # 0.29 outright; 0.30+ _get_dbo_unsupported_features: ["dual batch overlap"] while
+        # VLLM_USE_V2_MODEL_RUNNER is unset (the default)
+        out.append("dual batch overlap")
+    if early and flags.get("enable_elastic_ep"):
         out.append("elastic expert parallelism")
     if rules in ("v0_29", "v0_30") and flags.get("logits_processors"):
         out.append("custom logits processors")
     if rules == "v0_29" and flags.get("kv_sharing_fast_prefill"):
         out.append("KV sharing fast prefill")
-    if rules != "v0_29" and mamba_all:
+    if rules in ("v0_30", "v0_31") and mamba_all:
         out.append("mamba cache mode 'all'")
     return tuple(out)
 
