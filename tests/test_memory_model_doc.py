@@ -49,3 +49,11 @@ def test_kv_reproduction_worst_is_the_run_s():
     worst = max(max(abs(d["tok_err"]), abs(d["conc_err"] or 0)) for d in dev)
     m = re.search(r"within 1% on every dev log that logs them \(worst ([\d.]+)%", DOC)
     assert m and m.group(1) == f"{worst * 100:.2f}"
+
+
+def test_weights_figure_is_the_accuracy_report_s():
+    report = (ROOT / "benchmarks" / "accuracy.md").read_text()
+    m = re.search(r"Weights: within ([\d.]+%) of 'Model loading took' on the (\d+) records that log it", report)
+    assert m
+    assert f"within {m.group(1)} of 'Model loading took' on the {m.group(2)} records that log it" in \
+        re.sub(r"\s+", " ", DOC)

@@ -22,7 +22,8 @@ from configurator.units import MiB
 
 @dataclass(frozen=True)
 class OverheadCoefficients:
-    """Fitted constants of the overhead model (profiles/overheads.yaml says what they were fitted on)."""
+    """Fitted constants of the overhead model (profiles/overheads.yaml holds the fitted rows and says what they
+    were fitted on; these defaults apply only where a caller passes no row)."""
 
     sampler_copies_at_256: float = 6.5
     sampler_exponent: float = 0.28
@@ -98,8 +99,9 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
                        flashinfer_sampler: bool = False,
                        coeffs: OverheadCoefficients = DEFAULT_COEFFICIENTS) -> Overheads:
     """Overheads for one rank. Llama-3.1-8B on H100 (0.19), mnbt 8,192, R 1,024: forward ~0.8 GiB;
-    sort-based sampler 1,024 x 128,256 x 4 B x 9.1 copies (6.2 x 4 ** 0.28) = 4.47 GiB -> activation
-    4.47 GiB (vLLM logged 4.76 GiB)."""
+    sort-based sampler 1,024 x 128,256 x 4 B x copies(1,024), where copies(R) = c256 x (R / 256) ** exponent
+    with the era's fitted c256 and exponent (profiles/overheads.yaml, via coefficients_for; the dataclass
+    defaults are only a fallback for callers that pass none): the larger of the two is the activation."""
     workspace = 0
     if moe_workspace_persistent and experts_per_token and moe_intermediate_size:
         # the fused-MoE workspaces are held by the WorkspaceManager and outlive the forward pass, so the
