@@ -64,6 +64,8 @@ def test_max_num_seqs_capture_size_from_0_31_0():
 
 
 @pytest.mark.parametrize("version,sm,kv,mla,v1", [
+    ("0.8.1", 90, "fp8", False, False),       # 0.8.0 / 0.8.1 arg_utils: "No Fp8 KV cache so far"
+    ("0.8.2", 90, "fp8", False, True),
     ("0.9.0", 100, "fp8", False, False),      # 0.9.0 arg_utils: only FA3 on 9.x
     ("0.9.0", 90, "fp8", False, True),
     ("0.10.0", 100, "fp8", False, True),      # platforms/cuda.py: is_device_capability(100) -> supported

@@ -44,13 +44,15 @@ class Behaviour:
     # (EngineArgs._is_v1_supported_oracle "Compute Capability < 8.0"; gone in 0.10.2)
     v1_needs_sm80: bool = False
     # an explicit --kv-cache-dtype (fp8) falls back to V0 unless V1 runs it (EngineArgs._is_v1_supported_oracle):
-    #   'fa3_hopper'       only FlashAttention 3 on compute capability 9.x (engine/arg_utils.py 0.9.0, 0.9.2)
+    #   'never'            any explicit KV dtype falls back (engine/arg_utils.py 0.8.0, 0.8.1: "No Fp8 KV cache so far")
+    #   'fa3_hopper'       only FlashAttention 3 on compute capability 9.x (engine/arg_utils.py 0.8.2, 0.8.3, 0.8.5,
+    #                      0.9.0, 0.9.2)
     #   'hopper_or_cc100'  also any KV dtype on compute capability 10.0 exactly (platforms/cuda.py
     #                      is_kv_cache_dtype_supported: `if cls.is_device_capability(100): supported = True`,
     #                      0.10.0, 0.10.1.1): a B200 stays on V1, a B300 (10.3) or an RTX 50xx (12.0) does not
     #   'mla_hopper_cc100' the same, and MLA models always (FlashMLA / CUTLASS MLA run fp8; 0.10.2)
     #   'none'             no fallback: V0 is gone (0.11.0 arg_utils.py has no _is_v1_supported_oracle check)
-    v1_fp8_kv: Literal["fa3_hopper", "hopper_or_cc100", "mla_hopper_cc100", "none"] = "none"
+    v1_fp8_kv: Literal["never", "fa3_hopper", "hopper_or_cc100", "mla_hopper_cc100", "none"] = "none"
     # CacheConfig.gpu_memory_utilization default (vllm/config/cache.py)
     default_gpu_memory_utilization: float = 0.92
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default (vllm/envs.py): graphs counted before KV
@@ -179,8 +181,8 @@ class Behaviour:
     # V1's top-k / top-p sampler is FlashInfer's by default on CUDA *when FlashInfer is importable*
     # (VLLM_USE_FLASHINFER_SAMPLER unset means on: v1/sample/ops/topk_topp_sampler.py 0.9.0, 0.9.2, 0.10.1.1,
     # 0.11.0; "FlashInfer is not available. Falling back to the PyTorch-native implementation" otherwise);
-    # 0.8.0 turns it off for FlashInfer >= 0.2.3; from 0.12.0 the PyTorch-native sort-based path is the default
-    # and FlashInfer is opt-in (0.12.0, 0.13.0, 0.15.0, 0.19.0, 0.25.1, 0.33.0)
+    # 0.8.0-0.8.5 turn it off for FlashInfer >= 0.2.3 (0.8.0, 0.8.3, 0.8.5); from 0.12.0 the PyTorch-native
+    # sort-based path is the default and FlashInfer is opt-in (0.12.0, 0.13.0, 0.15.0, 0.19.0, 0.25.1, 0.33.0)
     flashinfer_sampler: bool = False
     # the wheel requires flashinfer-python (Requires-Dist; an extra of the 0.9.0 / 0.11.0 wheels, required by
     # 0.11.2's): before it a plain `pip install vllm` has no FlashInfer and runs the native sampler, while the
@@ -194,7 +196,7 @@ class Behaviour:
 # One row per change; each row lists only what changed at that release (first release seen with it
 # among the wheels read; see docs/vllm-versions.md).
 _CHANGES: tuple[tuple[str, dict], ...] = (
-    ("0.8.0", dict(v1_needs_sm80=True, v1_fp8_kv="fa3_hopper", default_gpu_memory_utilization=0.9,
+    ("0.8.0", dict(v1_needs_sm80=True, v1_fp8_kv="never", default_gpu_memory_utilization=0.9,
                    cudagraph_estimate=False,
                    mamba_checkpoint_block=False, tokens="uniform_blocks", fit_check="layers",
                     in_flight="mnbt", v2_runner=False, v2_scope="none", v2_cudagraph_estimate=False,
@@ -212,6 +214,7 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
                     capture_blackwell_1024=False, capture_decode_size=False, qwen35_ssm_key=False,
                     hybrid_mla_align_128=False, mamba_state_in_kv_dtype=True,
                     moe_workspace_persistent=False, flashinfer_sampler=False)),
+    ("0.8.2", dict(v1_fp8_kv="fa3_hopper")),
     ("0.8.3", dict(log_style="v0_8")),
     ("0.8.4", dict(small_tier_seqs=256)),
     ("0.8.5", dict(batch_tiers="mem70")),
@@ -329,9 +332,11 @@ def v1_runs_kv_dtype(b: Behaviour, sm: int, kv_cache_dtype: str, is_mla: bool) -
     `sm` is the compute capability x 10 (0: unknown, taken as accepted)."""
     if b.v1_fp8_kv == "none" or kv_cache_dtype in ("", "auto") or sm <= 0:
         return True
+    if b.v1_fp8_kv == "never":
+        return False
     if b.v1_fp8_kv == "mla_hopper_cc100" and is_mla:
         return True  # platforms/cuda.py 0.10.2: FlashMLA / CUTLASS MLA are the defaults and both run fp8
-    if b.v1_fp8_kv != "fa3_hopper" and sm == 100:
+    if b.v1_fp8_kv in ("hopper_or_cc100", "mla_hopper_cc100") and sm == 100:
         return True  # is_device_capability(100): any KV dtype (0.10.0-0.10.2)
     # FlashAttention 3 (fa_utils.flash_attn_supports_fp8: FA version 3 and capability major 9) runs fp8
     return kv_cache_dtype.startswith("fp8") and sm // 10 == 9
