@@ -150,3 +150,6 @@ def test_pre_releases_are_modelled_as_the_release_they_lead_to():
     assert normalize("0.16.1rc1.dev111+gafd089f23") == "0.17.0"
     assert normalize("0.11.0rc2") == "0.11.0" and normalize("0.10.1.post1") == "0.10.1"
     assert normalize("0.11.0+582e4e37.nv25.11") == "0.11.0"
+    from configurator.vllm.versions import version_from_image
+    assert version_from_image("vllm/vllm-openai:v0.16.1rc1")[0] == "0.17.0"
+    assert version_from_image("vllm/vllm-openai:v0.11.0-cu128")[0] == "0.11.0"

@@ -451,7 +451,7 @@ def version_from_image(image: str) -> tuple[str, str | None]:
     """Container image -> (version, warning). vllm/vllm-openai:v0.11.0 -> 0.11.0; latest -> newest."""
     ref = image.split("@", 1)[0]  # a digest (repo:tag@sha256:...) is no tag: the tag is before it
     tag = ref.rsplit(":", 1)[1] if ":" in ref.rsplit("/", 1)[-1] else "latest"
-    m = re.search(r"v?(\d+\.\d+(?:\.\d+){0,2})", tag)
+    m = re.search(r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?(?:rc|dev|post)\d*)*)", tag)  # pre-releases: normalize
     if not m:
         return NEWEST, f"image tag '{tag}' names no vLLM release: assuming the newest modelled, {NEWEST}"
     try:
