@@ -89,13 +89,21 @@ def test_b200_fp8_kv_at_0_10_1_1_is_modelled_and_l40s_at_0_10_2_is_not():
     assert l40s.verdict == "not-predicted"
 
 
-def test_flashinfer_sampler_0_9_to_0_11_only_and_the_install_is_named():
-    # topk_topp_sampler.py: FlashInfer by default when importable (0.9.0, 0.9.2, 0.11.0); opt-in from 0.12.0;
-    # 0.8.0 disables it for FlashInfer >= 0.2.3. The wheel requires flashinfer-python from 0.11.2.
-    assert [behaviour(v).flashinfer_sampler for v in ("0.8.0", "0.9.0", "0.11.0", "0.11.2", "0.12.0")] == \
-        [False, True, True, True, False]
-    assert sampler_note(behaviour("0.10.1.1")) and "pip install" in sampler_note(behaviour("0.10.1.1"))
-    assert sampler_note(behaviour("0.11.2")) is None and sampler_note(behaviour("0.13.0")) is None
+def test_flashinfer_sampler_0_9_to_0_11_0_only_where_installed_and_the_install_is_named():
+    # topk_topp_sampler.py: FlashInfer by default when importable (0.9.0, 0.9.2, 0.11.0); opt-in from 0.11.1
+    # (0.11.1, 0.11.2, 0.12.0); 0.8.0-0.8.5 disable it for FlashInfer >= 0.2.3. Wheel METADATA: flashinfer-python
+    # an extra of 0.9.0 / 0.11.0, a requirement from 0.11.1. So a plain pip install never samples with FlashInfer.
+    from configurator.vllm.versions import flashinfer_sampler_runs
+    assert [behaviour(v).flashinfer_sampler for v in ("0.8.5", "0.9.0", "0.11.0", "0.11.1", "0.12.0")] == \
+        [False, True, True, False, False]
+    assert not any(flashinfer_sampler_runs(behaviour(v)) for v in ("0.9.0", "0.10.1.1", "0.11.0", "0.11.1"))
+    note = sampler_note(behaviour("0.10.1.1"))
+    assert note and "pip install" in note and "vllm/vllm-openai" in note
+    assert sampler_note(behaviour("0.11.1")) is None and sampler_note(behaviour("0.13.0")) is None
+    # the estimate counts the native sampler's peak (the old rule counted FlashInfer's 2.5 copies: less memory)
+    r = estimate(EstimateRequest(model="Qwen/Qwen3-8B", gpu="a100-80gb", vllm_version="0.10.1.1",
+                                 flags={"max_model_len": 4096}))
+    assert any("samples with FlashInfer only when it is installed" in w for w in r.warnings)
 
 
 def test_hybrid_mla_block_aligned_to_64_in_0_12_to_0_19():

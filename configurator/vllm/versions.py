@@ -181,12 +181,13 @@ class Behaviour:
     # V1's top-k / top-p sampler is FlashInfer's by default on CUDA *when FlashInfer is importable*
     # (VLLM_USE_FLASHINFER_SAMPLER unset means on: v1/sample/ops/topk_topp_sampler.py 0.9.0, 0.9.2, 0.10.1.1,
     # 0.11.0; "FlashInfer is not available. Falling back to the PyTorch-native implementation" otherwise);
-    # 0.8.0-0.8.5 turn it off for FlashInfer >= 0.2.3 (0.8.0, 0.8.3, 0.8.5); from 0.12.0 the PyTorch-native
-    # sort-based path is the default and FlashInfer is opt-in (0.12.0, 0.13.0, 0.15.0, 0.19.0, 0.25.1, 0.33.0)
+    # 0.8.0-0.8.5 turn it off for FlashInfer >= 0.2.3 (0.8.0, 0.8.3, 0.8.5); from 0.11.1 the PyTorch-native
+    # sort-based path is the default and FlashInfer is opt-in (0.11.1, 0.11.2, 0.12.0, 0.13.0, 0.15.0, 0.19.0,
+    # 0.25.1, 0.33.0: "Users must opt in explicitly via VLLM_USE_FLASHINFER_SAMPLER=1")
     flashinfer_sampler: bool = False
-    # the wheel requires flashinfer-python (Requires-Dist; an extra of the 0.9.0 / 0.11.0 wheels, required by
-    # 0.11.2's): before it a plain `pip install vllm` has no FlashInfer and runs the native sampler, while the
-    # official vllm/vllm-openai image installs it. The tool assumes the official image (see sampler_note)
+    # the wheel requires flashinfer-python (Requires-Dist: an extra of the 0.9.0 / 0.11.0 wheels, required by
+    # 0.11.1's and 0.11.2's): where it does not, a plain `pip install vllm` has no FlashInfer and runs the native
+    # sampler, while the official vllm/vllm-openai image installs it (see flashinfer_sampler_runs)
     flashinfer_in_wheel: bool = True
     # model runner V2 falls back to V1 for features it does not support (VllmConfig.use_v2_model_runner /
     # _get_v2_model_runner_unsupported_features): 'none' before 0.29, then that release's list (v2_fallback)
@@ -224,9 +225,9 @@ _CHANGES: tuple[tuple[str, dict], ...] = (
     ("0.10.1", dict(mla_block="cutlass_cc100", seqs_clamp=True, mamba_state_in_kv_dtype=False)),
     ("0.10.2", dict(v1_needs_sm80=False, v1_fp8_kv="mla_hopper_cc100", kv_cache_memory_bytes_flag=True)),
     ("0.11.0", dict(tokens="blocks", v1_fp8_kv="none")),
-    ("0.11.1", dict(longrope_default_original=True, mnbt_clamp=True, chunked_forced=False)),
-    ("0.11.2", dict(flashinfer_in_wheel=True)),
-    ("0.12.0", dict(log_style="v0_12", group_pad_ratio=1.25, flashinfer_sampler=False, hybrid_align="backend",
+    ("0.11.1", dict(longrope_default_original=True, mnbt_clamp=True, chunked_forced=False,
+                    flashinfer_in_wheel=True, flashinfer_sampler=False)),
+    ("0.12.0", dict(log_style="v0_12", group_pad_ratio=1.25, hybrid_align="backend",
                     hybrid_hd256_blackwell_32="cc100")),
     ("0.13.0", dict(mla_block="flashmla", messages="v0_13", hybrid_prefix_caching_supported=True,
                     nemotron_h_ssm_dtype="float16", hybrid_hd256_blackwell_32="sm10x")),
@@ -460,14 +461,23 @@ def version_from_image(image: str) -> tuple[str, str | None]:
         return NEWEST, f"{e}: assuming {NEWEST}"
 
 
+def flashinfer_sampler_runs(b: Behaviour) -> bool:
+    """Whether the profiling run samples with FlashInfer, as the tool assumes vLLM is installed: a plain
+    `pip install vllm` (the wheel's own requirements). FlashInfer's sampler is the default only in 0.9.0-0.11.0,
+    whose wheels do not require FlashInfer, so never: the PyTorch-native sampler's larger peak is the one counted
+    (the cautious side for `fits`); sampler_note names the official image's smaller one."""
+    return b.flashinfer_sampler and b.flashinfer_in_wheel
+
+
 def sampler_note(b: Behaviour) -> str | None:
     """Where the profiling sampler depends on how vLLM was installed (FlashInfer's by default only when it is
     importable, and the wheel does not require it), what the estimate assumes; else None."""
     if not b.flashinfer_sampler or b.flashinfer_in_wheel:
         return None
-    return (f"vLLM {b.version} samples with FlashInfer only when it is installed: the official vllm/vllm-openai "
-            f"image ships it (assumed here); a plain `pip install vllm=={b.version}` does not, and its "
-            f"PyTorch-native sampler holds about 3x more memory in the profiling run (less KV cache)")
+    return (f"vLLM {b.version} samples with FlashInfer only when it is installed: a plain `pip install "
+            f"vllm=={b.version}` does not install it (assumed here: the PyTorch-native sampler's larger profiling "
+            f"peak); the official vllm/vllm-openai image ships it, and there the sampler holds less, so the KV "
+            f"cache is larger than estimated")
 
 
 BEHAVIOUR_FIELDS = tuple(f.name for f in fields(Behaviour))
