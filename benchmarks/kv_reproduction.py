@@ -16,11 +16,12 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from configurator.errors import ConfiguratorError
 from configurator.estimate import EstimateRequest, estimate
-from configurator.hardware.catalog import find_gpu
+from configurator.hardware.catalog import find_gpu, list_gpus
 from configurator.model.hf_config import read_model_spec
 from configurator.model.resolve import resolve_model
 from configurator.units import GiB
@@ -152,6 +153,43 @@ def _gpu_for(record: dict) -> dict:
     raise LookupError(f"GPU '{str(record.get('gpu'))[:50]}' not in the catalog and no CUDA total logged")
 
 
+STATED_CC = re.compile(r"compute capability (?:of )?(\d{1,2})\.(\d)|\bsm_?(\d{2,3})\b", re.I)
+CONSUMER = re.compile(r"\bconsumer\b|\bGeForce\b|\bRTX\b", re.I)
+CLASS_TEXT = ("gpu", "gpu_family", "notes")
+
+
+def gpu_class_for(record: dict, model, version: str) -> tuple[dict, str]:
+    """For a record whose GPU is not named: a stand-in catalog GPU of the class its log implies, and why.
+
+    The token count at a given KV memory needs no GPU memory, only what decides the layout: the attention
+    block size and the default batch limits. A stated compute capability ('compute capability 8.9', 'sm89')
+    picks the smallest catalog GPU of that capability (the < 70 GiB batch tier). A consumer card of no stated
+    capability is evaluated as the smallest-tier desktop card when the release's layout for this model does not
+    depend on the compute capability (no MLA, whose block size does; no hybrid alignment that does: 0.12-0.17
+    head-256 on Blackwell, 0.33 Gated DeltaNet on FlashInfer). Raises LookupError otherwise."""
+    from configurator.vllm.versions import behaviour
+    text = " ".join(str(record.get(k) or "") for k in CLASS_TEXT)
+    gpus = [g for g in list_gpus() if g.vendor == "nvidia" and g.sm > 0]
+    m = STATED_CC.search(text)
+    if m:
+        sm = int(m.group(1)) * 10 + int(m.group(2)) if m.group(1) else int(m.group(3))
+        same = sorted((g for g in gpus if g.sm == sm), key=lambda g: g.total_bytes)
+        if same:
+            return {"gpu": same[0].name}, f"compute capability {sm // 10}.{sm % 10} stated: evaluated as {same[0].name}"
+    b = behaviour(version)
+    cc_dependent = model.is_mla or (model.has_mamba and (
+        (b.hybrid_align == "backend" and b.hybrid_hd256_blackwell_32 != "none" and model.head_dim == 256)
+        or b.mamba_checkpoint_block))
+    if CONSUMER.search(text) and not cc_dependent:
+        desk = sorted((g for g in gpus if g.gpu_class == "desktop" and g.sm >= 80 and not g.integrated),
+                      key=lambda g: (-g.sm, g.total_bytes))
+        if desk:
+            return {"gpu": desk[0].name}, (f"consumer GPU, not named: evaluated as {desk[0].name} (the layout of this "
+                                           f"model at {b.version} does not depend on the compute capability)")
+    raise LookupError(f"GPU '{str(record.get('gpu'))[:50]}' not in the catalog, no CUDA total logged, and no GPU "
+                      f"class that fixes the layout")
+
+
 def quantization_for(record: dict) -> str | None:
     """The `--quantization` the record passed: None for a quantized checkpoint (vLLM reads the
     method from its config; see with_checkpoint_quant), else the method its description starts with
@@ -194,6 +232,32 @@ def flags_for(record: dict) -> dict:
     return f
 
 
+SPEC_NO_DRAFT = {"mtp", "ngram", "ngram_gpu", "suffix"}  # methods whose drafter is the target or no model
+
+
+def speculative_for(record: dict) -> dict | None:
+    """The record's --speculative-config as its other_flags spell it (benchmarks/accuracy.py feature_flags), or
+    None. A drafter's attention layers take blocks from the same pool, so a record whose drafter cannot be
+    loaded offline cannot be reproduced: LookupError, as for a target without a config."""
+    from accuracy import feature_flags  # accuracy imports this module: imported here, not at the top
+    try:
+        spec = feature_flags(record).get("speculative_config")
+    except LookupError as e:
+        if "speculative" in str(e):
+            raise
+        return None
+    if not spec:
+        return None
+    draft, method = spec.get("model"), str(spec.get("method") or "").lower()
+    if draft and method not in SPEC_NO_DRAFT:
+        try:
+            resolve_model(str(draft), allow_hub=False)
+        except (ConfiguratorError, ValueError):
+            raise LookupError(f"speculative draft '{draft}': no built-in profile (config.json not available "
+                              f"offline), so its KV layers cannot be counted") from None
+    return spec
+
+
 NOT_STOCK = re.compile(r"not stock vLLM|vllm-omni|Unsloth|\bpatched build\b", re.I)
 
 
@@ -220,7 +284,8 @@ def run(paths=ALL_LOGS) -> tuple[list[dict], list[dict]]:
     for r in _records(paths):
         if not (r.get("vllm_version") and r.get("available_kv_cache_gib") and r.get("kv_cache_tokens")):
             continue
-        version = re.match(r"\d+\.\d+(\.\d+)*", str(r["vllm_version"]))
+        # the release as printed, pre-release tags included (0.16.1rc1.dev111: versions.normalize)
+        version = re.match(r"\d+\.\d+(\.\d+)*((\.?(rc|dev|post|a|b)\d*)+)?", str(r["vllm_version"]))
         try:
             if r.get("engine") != "V1":
                 raise LookupError("V0 engine log (not modelled)")
@@ -230,22 +295,51 @@ def run(paths=ALL_LOGS) -> tuple[list[dict], list[dict]]:
                 raise LookupError(not_stock(r))
             model, used = model_for(r)
             flags = flags_for(r)
+            if spec := speculative_for(r):
+                flags["speculative_config"] = spec
             if quantization_for(r):
                 flags["quantization"] = quantization_for(r)
-            res = estimate(EstimateRequest(model=model, vllm_version=version.group(0), flags=flags, **gpu_for(r)))
+            try:
+                gpu, gpu_note = gpu_for(r), ""
+            except LookupError:
+                gpu, gpu_note = gpu_class_for(r, model, version.group(0))
+            req = EstimateRequest(model=model, vllm_version=version.group(0), flags=flags, **gpu)
+            res = estimate(req)
         except (LookupError, ConfiguratorError) as e:
             skipped.append({"id": r["id"], "model": r["model"][:50], "reason": str(e)[:160]})
             continue
         tok_err = (res.kv_cache.tokens - r["kv_cache_tokens"]) / r["kv_cache_tokens"]
         conc = r.get("max_concurrency")
         conc_err = (res.kv_cache.max_concurrency - conc) / conc if conc else None
+        # vLLM prints the KV memory to 0.01 GiB: a whole block more or less lies within that rounding on a small
+        # pool of large blocks. Where the central figure misses, the logged values are compared with the range
+        # the estimate gives over [GiB - 0.005, GiB + 0.005) (error 0 inside it).
+        span = None
+        if abs(tok_err) > TOLERANCE or abs(conc_err or 0) > TOLERANCE:
+            ends = [estimate(replace(req, flags=req.flags | {"kv_cache_memory_bytes": round((
+                r["available_kv_cache_gib"] + d) * GiB)})).kv_cache for d in (-ROUNDING, ROUNDING - 1e-6)]
+            span = (min(e.tokens for e in ends), max(e.tokens for e in ends),
+                    min(e.max_concurrency for e in ends), max(e.max_concurrency for e in ends))
+            tok_err = _range_err(r["kv_cache_tokens"], span[0], span[1])
+            conc_err = _range_err(conc, span[2], span[3]) if conc else None
         done.append({"id": r["id"], "set": str(r.get("split") or "dev"), "version": res.vllm_version, "model": used,
+                     "printed": str(r["vllm_version"]).split()[0], "gpu_note": gpu_note,
                      "kv_gib": r["available_kv_cache_gib"], "logged_tokens": r["kv_cache_tokens"],
                      "tokens": res.kv_cache.tokens, "tok_err": tok_err, "logged_conc": conc,
                      "conc": res.kv_cache.max_concurrency, "conc_err": conc_err,
-                     "block": res.kv_cache.block_size,
+                     "block": res.kv_cache.block_size, "span": span,
                      "mm_sliding": model.is_multimodal and any(g.kind == "sliding" for g in model.layers)})
     return done, skipped
+
+
+ROUNDING = 0.005  # GiB: half the last printed digit of "Available KV cache memory: %.2f GiB"
+
+
+def _range_err(logged: float, lo: float, hi: float) -> float:
+    """0 when the logged value is in [lo, hi]; else the relative distance to the nearer end."""
+    if lo <= logged <= hi:
+        return 0.0
+    return (lo - logged) / logged if logged < lo else (hi - logged) / logged
 
 
 def misses(done: list[dict], tolerance: float = TOLERANCE) -> list[dict]:
@@ -267,8 +361,13 @@ def main(argv: list[str] | None = None) -> int:
             "| predicted | error |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for d in done:
         ce = f"{d['conc_err']:+.2%}" if d["conc_err"] is not None else "n/a"
-        rows.append(f"| {d['id']} | {d['version']} | {d['model']} | {d['kv_gib']} | {d['block']} | "
-                    f"{d['logged_tokens']:,} | {d['tokens']:,} | {d['tok_err']:+.2%} | {d['logged_conc']} | "
+        if d.get("span"):  # the central figure missed; the error is against the range the printed GiB allows
+            d = d | {"tokens_shown": f"{d['tokens']:,} ({d['span'][0]:,}-{d['span'][1]:,} over +-0.005 GiB)"}
+        printed = d.get("printed") or d["version"]
+        ver = d["version"] if printed.startswith(d["version"]) else f"{d['version']} (printed {printed})"
+        model = d["model"] + (" (GPU class)" if d.get("gpu_note") else "")
+        rows.append(f"| {d['id']} | {ver} | {model} | {d['kv_gib']} | {d['block']} | {d['logged_tokens']:,} | "
+                    f"{d.get('tokens_shown') or format(d['tokens'], ',')} | {d['tok_err']:+.2%} | {d['logged_conc']} | "
                     f"{d['conc']:.2f} | {ce} |")
     off = misses(done)
     worst = max((max(abs(d["tok_err"]), abs(d["conc_err"] or 0)) for d in done), default=0.0)
@@ -276,14 +375,19 @@ def main(argv: list[str] | None = None) -> int:
            "`python benchmarks/kv_reproduction.py`: `estimate --kv-cache-memory-bytes <logged GiB>` "
            "with each record's flags, against the logged 'GPU KV cache size' and 'Maximum concurrency', on "
            "every record that logs a version, its available KV memory and its tokens. Target: every record "
-           f"within {TOLERANCE:.0%} (the logged GiB is rounded to 0.01, which alone moves small pools by up to "
-           "~0.1%); the script exits 1 on any miss.", "",
+           f"within {TOLERANCE:.0%}; the script exits 1 on any miss. vLLM prints the KV memory to 0.01 GiB: where the "
+           "central figure misses, the error is against the range the estimate gives over the printed GiB +- 0.005 "
+           "(a whole block more or less on a small pool of large blocks).", "",
            f"Within {TOLERANCE:.0%}: {len(done) - len(off)} of {len(done)} records run; worst error {worst:.2%}.",
            "",
            *(f"- {name}: {_count(done, sets) - _count(off, sets)} of {_count(done, sets)} within {TOLERANCE:.0%}"
                  for name, sets in (("dev + dev2", ("dev",)), ("found, train split", ("train",)),
                                     ("found, test split", ("test",)))), "",
-           *rows, "", "## Records not run", "", "| record | model | reason |", "|---|---|---|"]
+           *rows, "", "A pre-release (rc / dev) is modelled as the first modelled release at or after the one it "
+           "names (configurator/vllm/versions.py normalize). Records whose model is marked '(GPU class)' name no "
+           "GPU; they run on a stand-in of the class their log implies:", "",
+           *(f"- {d['id']}: {d['gpu_note']}" for d in done if d.get("gpu_note")), "", "## Records not run", "",
+           "| record | model | reason |", "|---|---|---|"]
     out += [f"| {s['id']} | {s['model']} | {s['reason']} |" for s in skipped]
     if off:
         out += ["", "## Misses", "", *(f"- {d['id']}: tokens {d['tok_err']:+.2%}, concurrency "

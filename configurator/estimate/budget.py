@@ -31,6 +31,7 @@ from configurator.units import MiB, format_gib
 from configurator.vllm import messages
 from configurator.vllm.defaults import cudagraph_capture_sizes
 from configurator.vllm.overhead_data import era_row
+from configurator.vllm.versions import flashinfer_sampler_runs
 
 # CUDA context + cuBLAS handles created before vLLM's baseline snapshot (not counted against the
 # KV pool, but they must fit in the (1 - util) margin): ~0.3-0.6 GiB per process (vLLM issue logs).
@@ -216,7 +217,7 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
         moe_intermediate_size=(expert_intermediate(tc) or model.intermediate_size or 0) if inp.is_moe else 0,
         experts_per_token=experts_per_token(tc) if inp.is_moe else 0,
         num_capture_sizes=len(capture_sizes(inp)),
-        moe_workspace_persistent=b.moe_workspace_persistent, flashinfer_sampler=b.flashinfer_sampler)
+        moe_workspace_persistent=b.moe_workspace_persistent, flashinfer_sampler=flashinfer_sampler_runs(b))
     # runner buffers (and a drafter's persistent input buffers) are allocated before profiling: vLLM takes them
     # from the KV pool only where it subtracts the free-memory drop since start-up (the 'consumed' accounting)
     other = ov.runner_bytes + feats.drafter_buffers_bytes if b.accounting == "consumed" else 0

@@ -26,7 +26,11 @@ from configurator.vllm.versions import (
     SUPPORTED,
     Behaviour,
     behaviour,
+    checkpoint_kv_followed,
+    sampler_note,
     uses_v2_runner,
+    v1_runs_kv_dtype,
+    v2_fallback,
 )
 
 _DTYPE_ALIASES = {"auto": None, "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
@@ -165,7 +169,7 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
         errors.append(messages.quant_config_missing(method))
     kv_name = str(f.get("kv_cache_dtype") or "auto")
     kv = kv_dtype(kv_name, model, dtype)
-    if kv_name == "auto" and model.quant.kv_cache_dtype and not b.checkpoint_kv_auto:
+    if kv_name == "auto" and model.quant.kv_cache_dtype and not checkpoint_kv_followed(b, model.quant.method):
         kv = kv_dtype(MODEL_DTYPE_KV.get(dtype, "bfloat16"), model, dtype)
     elif kv_name == "auto" and model.quant.kv_cache_dtype:
         warnings.append(f"--kv-cache-dtype auto resolves to {kv.name}: the checkpoint declares a "
@@ -217,9 +221,15 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
         errors.insert(0, removed)
     elif shard := block_shape_refusal(model, f, tp):
         errors.append(shard)
-    v0 = v0_reason(b, gpu, kv_name) or v0_only(model, b.version) or v0_fallback(b.version, f)
+    v0 = v0_reason(b, gpu, kv_name, model.is_mla) or v0_only(model, b.version) or v0_fallback(b.version, f)
     spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
                             version=b.version)
+    if v2 and (off := v2_fallback(b, f, spec.method if spec else None, tp=tp, pp=pp,
+                                  mamba_all=str(f.get("mamba_cache_mode")) == "all")):
+        v2, mcb = False, ((2 if pp == 1 else pp) if b.in_flight == "batches" else 1)
+        warnings.append(f"Model Runner V2 does not yet support {', '.join(off)}; using the V1 model runner")
+    if note := sampler_note(b):
+        warnings.append(note)
     if spec is not None and spec.error:
         errors.append(spec.error)
     return Inputs(v0_reason=v0, spec=spec, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
@@ -230,17 +240,15 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
                   errors=tuple(errors), warnings=tuple(warnings))
 
 
-def v0_reason(b: Behaviour, gpu: GPU, kv_name: str) -> str | None:
+def v0_reason(b: Behaviour, gpu: GPU, kv_name: str, is_mla: bool = False) -> str | None:
     """Why vLLM would run its V0 engine here (not modelled), or None."""
     if b.engine == "v0":
         return (f"vLLM {b.version} runs the V0 engine by default (V1 is the default from 0.8.0), and V0's "
                 f"start-up is not modelled")
-    if not b.v1_needs_sm80:
-        return None
-    if 0 < gpu.sm < 80:
+    if b.v1_needs_sm80 and 0 < gpu.sm < 80:
         why = messages.v1_fallback("Compute Capability < 8.0")
-    elif kv_name != "auto" and kv_name.startswith("fp8") and gpu.sm != 90:
-        why = messages.v1_fallback("--kv-cache-dtype")  # only FlashAttention 3 on Hopper runs fp8 KV in V1
+    elif not v1_runs_kv_dtype(b, gpu.sm, kv_name, is_mla):  # configurator/vllm/versions.py v1_fp8_kv
+        why = messages.v1_fallback("--kv-cache-dtype")
     else:
         return None
     return f"vLLM {b.version} would log '{why}' (EngineArgs._is_v1_supported_oracle); V0 is not modelled"

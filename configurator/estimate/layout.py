@@ -21,7 +21,7 @@ from configurator.memory.kv_specs import RequestLimits
 from configurator.model.hf_config import DSA_MODEL_TYPES
 from configurator.model.spec import ModelSpec
 from configurator.units import cdiv
-from configurator.vllm.versions import Behaviour
+from configurator.vllm.versions import Behaviour, hybrid_alignment
 
 
 @dataclass(frozen=True)
@@ -149,8 +149,8 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
     kernel_block = 16
     if align_mode and b.mamba_checkpoint_block and is_gdn(model) and gdn_flashinfer_prefill(model, gpu):
         kernel_block = 64  # FlashInfer GDN prefill checkpoints align to 64 tokens (0.33, Hopper and Blackwell)
-    if b.hybrid_align == "fixed16":
-        kernel_block = 16
+    if b.hybrid_align != "kernel":  # 0.10-0.19: the alignment by model kind and GPU, not the kernel block
+        kernel_block = hybrid_alignment(b, gpu.sm, model.is_mla, model.head_dim)
     if model.has_mamba and model.is_mla and b.hybrid_mla_align_128 and b.hybrid_align == "kernel":
         kernel_block = max(kernel_block, 128)  # TRTLLM / FlashInfer MLA decode kernels (0.27+)
     if model.has_mamba and inp.prefix and b.mamba_all_mode and model.mamba_all_mode_capable:

@@ -7,8 +7,8 @@ A first, documented model (docs/memory-model.md). What vLLM measures:
 - non-torch memory that appears after the baseline snapshot (NCCL buffers with TP/PP, cuBLAS
   workspaces);
 - from vLLM 0.20 the CUDA-graph pool estimate (0 with --enforce-eager).
-Mechanisms from vLLM's source: FlashInfer's sampler (0.9-0.11), the persistent fused-MoE workspace
-(0.19+), the V2 penalty state. The remaining coefficients are fitted by benchmarks/accuracy.py on
+Mechanisms from vLLM's source: FlashInfer's sampler (0.9.0-0.11.0, official image only), the persistent
+fused-MoE workspace (0.19+), the V2 penalty state. The remaining coefficients are fitted by benchmarks/accuracy.py on
 the dev + dev2 logs that print their release (see docs/accuracy.md) and kept as data in
 profiles/overheads.yaml; a calibration file from a real log replaces them.
 """
@@ -22,7 +22,8 @@ from configurator.units import MiB
 
 @dataclass(frozen=True)
 class OverheadCoefficients:
-    """Fitted constants of the overhead model (profiles/overheads.yaml says what they were fitted on)."""
+    """Fitted constants of the overhead model (profiles/overheads.yaml holds the fitted rows and says what they
+    were fitted on; these defaults apply only where a caller passes no row)."""
 
     sampler_copies_at_256: float = 6.5
     sampler_exponent: float = 0.28
@@ -52,9 +53,11 @@ class OverheadCoefficients:
 
 
 DEFAULT_COEFFICIENTS = OverheadCoefficients()
-# FlashInfer's top-k / top-p sampler (the default 0.9-0.11) holds, counted in fp32 R x vocab units: the
-# model's bf16 logits (0.5), their fp32 copy (Sampler.forward: logits.to(torch.float32), 1) and the
-# softmax probabilities it samples from (1). Not fitted; the sort-based PyTorch path is (sampler_copies).
+# FlashInfer's top-k / top-p sampler (the default 0.9.0-0.11.0 where FlashInfer is installed: the official image,
+# not a plain pip install, which the estimate assumes: configurator/vllm/versions.py flashinfer_sampler_runs) holds,
+# counted in fp32 R x vocab units: the model's bf16 logits (0.5), their fp32 copy (Sampler.forward:
+# logits.to(torch.float32), 1) and the softmax probabilities it samples from (1). Not fitted; the sort-based
+# PyTorch path is (sampler_copies).
 FLASHINFER_SAMPLER_COPIES = 2.5
 # Model runner V2's profiling sampler (v1/worker/gpu/model_runner.py _dummy_sampler_run and gpu/sample/sampler.py
 # apply_sampling_params, 0.25.0): the dummy requests carry no top-k / top-p / logprobs, so it holds the model's
@@ -98,8 +101,9 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
                        flashinfer_sampler: bool = False,
                        coeffs: OverheadCoefficients = DEFAULT_COEFFICIENTS) -> Overheads:
     """Overheads for one rank. Llama-3.1-8B on H100 (0.19), mnbt 8,192, R 1,024: forward ~0.8 GiB;
-    sort-based sampler 1,024 x 128,256 x 4 B x 9.1 copies (6.2 x 4 ** 0.28) = 4.47 GiB -> activation
-    4.47 GiB (vLLM logged 4.76 GiB)."""
+    sort-based sampler 1,024 x 128,256 x 4 B x copies(1,024), where copies(R) = c256 x (R / 256) ** exponent
+    with the era's fitted c256 and exponent (profiles/overheads.yaml, via coefficients_for; the dataclass
+    defaults are only a fallback for callers that pass none): the larger of the two is the activation."""
     workspace = 0
     if moe_workspace_persistent and experts_per_token and moe_intermediate_size:
         # the fused-MoE workspaces are held by the WorkspaceManager and outlive the forward pass, so the

@@ -117,7 +117,8 @@ def cudagraph_capture_sizes(b: Behaviour, gpu: GPU, max_num_seqs: int, max_num_b
 
     ceiling = min(2 x max_num_seqs, 512 (1,024 on data-centre Blackwell from 0.28), max_num_batched_tokens);
     sizes 1, 2, 4, then every 8 up to 248, then every 16 from 256 to the ceiling: 51 at 512, 83 at 1,024;
-    plus max_num_batched_tokens when it fits (0.21+) and max_num_seqs when it fits (0.29+).
+    plus max_num_batched_tokens when it fits (0.21+) and max_num_seqs when it fits (0.31+; 0.29 / 0.30 add
+    decode sizes only with speculative decoding, which this list leaves out).
     --max-cudagraph-capture-size replaces the 2 x max_num_seqs / 512 ceiling, and then max_num_seqs is not
     added (0.33.0 config/vllm.py: uniform_decode_sizes is filled only when the ceiling is computed there).
     """
