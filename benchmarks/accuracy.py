@@ -77,7 +77,7 @@ from configurator.units import GiB, MiB
 from configurator.vllm.flags import UNMODELLED_MEMORY_OPTIONS
 from configurator.vllm.overhead_data import era_row
 from configurator.vllm.release_dates import latest_at
-from configurator.vllm.versions import NEWEST
+from configurator.vllm.versions import NEWEST, normalize
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERHEADS = ROOT / "profiles" / "overheads.yaml"
@@ -159,8 +159,10 @@ def _version(r: dict) -> str | None:
     text = str(r.get("vllm_version") or "")
     if text.startswith("pre-"):
         return None
-    m = re.match(r"\d+\.\d+(\.\d+)?", text)
-    return m.group(0) if m else None
+    # the whole PEP 440 version, pre-release included: a nightly '0.16.1rc1.dev111' is modelled as the release
+    # it leads to (vllm.versions.normalize), not as the release before it
+    m = re.match(r"\d+\.\d+(?:\.\d+)*(?:\.?(?:rc|a|b|dev|post)\d*)*", text)
+    return normalize(m.group(0)) if m else None
 
 
 MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
