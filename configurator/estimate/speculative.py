@@ -116,6 +116,7 @@ def plan_speculative(model: ModelSpec, flags: dict[str, Any], *, tp: int, dtype:
 
 def _plan_speculative(model: ModelSpec, d: dict, *, tp: int, dtype: str, quantization: str | None, resolve: Any,
                       version: str) -> SpecPlan:
+    """The drafter of one --speculative-config object: no weights (ngram, suffix, ...), MTP, or a draft model."""
     method = str(d.get("method") or "").lower() or None
     draft = d.get("model")
     k = d.get("num_speculative_tokens")
@@ -130,26 +131,7 @@ def _plan_speculative(model: ModelSpec, d: dict, *, tp: int, dtype: str, quantiz
             raise InputError(f"--speculative-config: {method} needs num_speculative_tokens >= 1")
         return SpecPlan(method=method, num_speculative_tokens=k, draft=None, weights_bytes=0)
     if method == "mtp" or (method is None and draft is None):
-        n = _mtp_layers(model)
-        if n == 0:
-            raise InputError("--speculative-config: method mtp needs a checkpoint with MTP layers "
-                             "(num_nextn_predict_layers / mtp_num_hidden_layers); this config declares none")
-        k = int(k or n)
-        p = count_params(model)
-        w = weight_bytes(model, tp=tp, pp=1, quantization=quantization, dtype=dtype)
-        layer = max(p.per_layer_linear) + max(p.per_layer_other) + 2 * model.hidden_size * model.hidden_size
-        per_param = w.total_bytes / max(p.total, 1)
-        if w.source == "checkpoint":
-            # the checkpoint's tensor size already holds its MTP layers (e.g. DeepSeek-V3 model.layers.61)
-            mtp_bytes, note = 0, " (already inside the checkpoint size the weights come from)"
-        else:
-            mtp_bytes, note = int(n * layer * per_param / tp), f" ({n} MTP layer{'s' if n > 1 else ''} like the " \
-                                                              f"target's last, plus eh_proj 2H x H; embeddings and " \
-                                                              f"lm_head shared)"
-        last = _last_attention_layer(model)
-        layers = tuple(replace(last, index=model.num_hidden_layers + i) for i in range(n)) if last else ()
-        return SpecPlan(method="mtp", num_speculative_tokens=k, draft=None, weights_bytes=mtp_bytes,
-                        kv_layers=layers, draft_model=model, weights_note=note)
+        return _mtp_plan(model, k, tp=tp, dtype=dtype, quantization=quantization)
     if not draft:
         raise InputError(f"--speculative-config: method {method} needs a draft \"model\"")
     if not isinstance(k, int) or k < 1:
@@ -169,29 +151,60 @@ def _plan_speculative(model: ModelSpec, d: dict, *, tp: int, dtype: str, quantiz
     bytes_ = dw.per_rank_bytes
     note = ""
     if method in ("eagle", "eagle3", "dflash") and dw.source == "config":
-        # llm_base_proposer.py _maybe_share_embeddings / _maybe_share_lm_head (0.33.0): an EAGLE head without its own
-        # embed_tokens (or with the target's) uses the target's; EAGLE-1 also shares lm_head
-        dt = DTYPE_BYTES.get(dtype, 2)
-        vocab = cdiv(dm.vocab_size, 64) * 64
-        shared = vocab * dm.hidden_size * dt // dtp
-        if method == "eagle" and not dm.tie_word_embeddings:
-            shared *= 2
-        h = dm.hidden_size
-        extra = 0
-        if method == "eagle3":
-            # llama_eagle3.py (0.33.0): its own lm_head of draft_vocab_size rows (not vocab_size), and fc from
-            # 3 target hidden states (num_aux_hidden_states) to H
-            draft_vocab = int(dm.text_config.get("draft_vocab_size") or dm.vocab_size)
-            shared += (vocab - cdiv(draft_vocab, 64) * 64) * h * dt // dtp
-            extra = 3 * h * h * dt
-        elif method == "eagle":
-            extra = 2 * h * h * dt  # llama_eagle.py: fc from [embedding; hidden state] (2H) to H
-        bytes_ = max(bytes_ - shared, 0) + extra
+        bytes_ = _eagle_head_bytes(dm, method, bytes_, dtype=dtype, dtp=dtp)
         note = " (embeddings shared with the target)"
     error = DRAFT_MODEL_REFUSED if method == "draft_model" and version_key(version) < version_key(DRAFT_MODEL_SINCE) \
         else None
     return SpecPlan(method=method, num_speculative_tokens=k, draft=str(draft), weights_bytes=bytes_,
                     kv_layers=tuple(dm.layers), draft_model=dm, weights_note=note, error=error)
+
+
+def _mtp_plan(model: ModelSpec, k: Any, *, tp: int, dtype: str, quantization: str | None) -> SpecPlan:
+    """Method mtp: the target's own multi-token-prediction layers (their weights unless the checkpoint size holds
+    them, and KV layers like the target's last attention layer)."""
+    n = _mtp_layers(model)
+    if n == 0:
+        raise InputError("--speculative-config: method mtp needs a checkpoint with MTP layers "
+                         "(num_nextn_predict_layers / mtp_num_hidden_layers); this config declares none")
+    k = int(k or n)
+    p = count_params(model)
+    w = weight_bytes(model, tp=tp, pp=1, quantization=quantization, dtype=dtype)
+    layer = max(p.per_layer_linear) + max(p.per_layer_other) + 2 * model.hidden_size * model.hidden_size
+    per_param = w.total_bytes / max(p.total, 1)
+    if w.source == "checkpoint":
+        # the checkpoint's tensor size already holds its MTP layers (e.g. DeepSeek-V3 model.layers.61)
+        mtp_bytes, note = 0, " (already inside the checkpoint size the weights come from)"
+    else:
+        mtp_bytes, note = int(n * layer * per_param / tp), f" ({n} MTP layer{'s' if n > 1 else ''} like the " \
+                                                          f"target's last, plus eh_proj 2H x H; embeddings and " \
+                                                          f"lm_head shared)"
+    last = _last_attention_layer(model)
+    layers = tuple(replace(last, index=model.num_hidden_layers + i) for i in range(n)) if last else ()
+    return SpecPlan(method="mtp", num_speculative_tokens=k, draft=None, weights_bytes=mtp_bytes,
+                    kv_layers=layers, draft_model=model, weights_note=note)
+
+
+def _eagle_head_bytes(dm: ModelSpec, method: str, bytes_: int, *, dtype: str, dtp: int) -> int:
+    """An EAGLE / DFlash head's bytes counted from its config: less the embeddings (and lm_head) it shares with
+    the target, plus its fc input projection."""
+    # llm_base_proposer.py _maybe_share_embeddings / _maybe_share_lm_head (0.33.0): an EAGLE head without its own
+    # embed_tokens (or with the target's) uses the target's; EAGLE-1 also shares lm_head
+    dt = DTYPE_BYTES.get(dtype, 2)
+    vocab = cdiv(dm.vocab_size, 64) * 64
+    shared = vocab * dm.hidden_size * dt // dtp
+    if method == "eagle" and not dm.tie_word_embeddings:
+        shared *= 2
+    h = dm.hidden_size
+    extra = 0
+    if method == "eagle3":
+        # llama_eagle3.py (0.33.0): its own lm_head of draft_vocab_size rows (not vocab_size), and fc from
+        # 3 target hidden states (num_aux_hidden_states) to H
+        draft_vocab = int(dm.text_config.get("draft_vocab_size") or dm.vocab_size)
+        shared += (vocab - cdiv(draft_vocab, 64) * 64) * h * dt // dtp
+        extra = 3 * h * h * dt
+    elif method == "eagle":
+        extra = 2 * h * h * dt  # llama_eagle.py: fc from [embedding; hidden state] (2H) to H
+    return max(bytes_ - shared, 0) + extra
 
 
 def spec_capture_sizes(sizes: list[int], num_speculative_tokens: int) -> list[int]:
