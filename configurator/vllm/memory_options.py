@@ -1,13 +1,13 @@
-"""The vLLM options that change GPU memory and that the estimate does not model: the one list (issue 29).
-
-configurator/vllm/flags.py marks a command's option that is in UNMODELLED_MEMORY_OPTIONS as not modelled;
-configurator/estimate/features.py names a feature option of UNMODELLED_FEATURE_FLAGS given with a value other
-than the modelled one. The feature options are that table's keys, so each is listed once.
-"""
+"""The vLLM options that change GPU memory and that the estimate does not model: the one list (issue 29)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+# configurator/vllm/flags.py marks a command's option that is in UNMODELLED_MEMORY_OPTIONS as not modelled;
+# configurator/estimate/features.py names a feature option of UNMODELLED_FEATURE_FLAGS given with a value other
+# than the modelled one. UNMODELLED_MEMORY_OPTIONS takes the feature options from that table's keys, so each
+# option is listed once.
 
 # vLLM's default lora_extra_vocab_size (config/lora.py, releases up to 0.11.0)
 LORA_EXTRA_VOCAB = 256
