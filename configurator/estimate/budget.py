@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from configurator.estimate.features import FeatureMemory, flag_mm_limits, plan_features, spec_capture_sizes
+from configurator.estimate.features import FeatureMemory, flag_mm_limits, plan_features
 from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
@@ -172,6 +172,8 @@ def capture_sizes(inp: Inputs) -> list[int]:
     ceiling = int(inp.flags.get("max_cudagraph_capture_size") or 0) or None
     if inp.spec is None:
         return cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs, inp.mnbt, ceiling)
+    from configurator.estimate.speculative import spec_capture_sizes  # loaded only with a drafter
+
     q = 1 + inp.spec.num_speculative_tokens
     sizes = cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs * q, inp.mnbt, ceiling)
     return sizes if inp.v2 else spec_capture_sizes(sizes, inp.spec.num_speculative_tokens)

@@ -14,19 +14,8 @@ rank and keeps the names they had here importable.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from configurator.estimate.lora import (
-    EMBEDDING_LORA_ARCHITECTURES,
-    EXTRA_VOCAB_UNTIL,
-    LORA_RANKS,
-    MOE_3D_ARCHITECTURES,
-    MOE_LORA_SINCE,
-    LoraPlan,
-    is_moe_layer,
-    lora_modules,
-    plan_lora,
-)
 from configurator.estimate.multimodal import (
     MM_DEFAULT_LIMIT,
     MultimodalPlan,
@@ -36,32 +25,38 @@ from configurator.estimate.multimodal import (
 )
 from configurator.estimate.option_values import json_object, truthy, version_key
 from configurator.estimate.parallel import ParallelPlan, plan_parallel
-from configurator.estimate.speculative import (
-    DRAFT_MODEL_REFUSED,
-    DRAFT_MODEL_SINCE,
-    NO_WEIGHT_METHODS,
-    PROPOSER_METHODS,
-    SPEC_KEYS_NO_GPU,
-    SPEC_KEYS_READ,
-    SpecPlan,
-    plan_speculative,
-    spec_buffer_bytes,
-    spec_capture_sizes,
-)
 from configurator.memory.features import csa_fit_check_bytes
 from configurator.memory.kv_dtype import DTYPE_BYTES
 from configurator.model.spec import ModelSpec
 from configurator.units import human_bytes
 from configurator.vllm.memory_options import LORA_EXTRA_VOCAB, UNMODELLED_FEATURE_FLAGS
 
+if TYPE_CHECKING:
+    from configurator.estimate.lora import LoraPlan
+    from configurator.estimate.speculative import SpecPlan
+
 # moved to the feature modules (issue 29); importable from here as before
-__all__ = [
-    "DRAFT_MODEL_REFUSED", "DRAFT_MODEL_SINCE", "EMBEDDING_LORA_ARCHITECTURES", "EXTRA_VOCAB_UNTIL", "LORA_EXTRA_VOCAB",
-    "LORA_RANKS", "MM_DEFAULT_LIMIT", "MOE_3D_ARCHITECTURES", "MOE_LORA_SINCE", "NO_WEIGHT_METHODS",
-    "PROPOSER_METHODS", "SPEC_KEYS_NO_GPU", "SPEC_KEYS_READ", "UNMODELLED_FEATURE_FLAGS", "LoraPlan",
-    "MultimodalPlan", "ParallelPlan", "SpecPlan", "flag_mm_limits", "is_moe_layer", "lora_modules", "mm_limits",
-    "plan_lora", "plan_multimodal", "plan_parallel", "plan_speculative", "spec_buffer_bytes", "spec_capture_sizes",
-]
+__all__ = ["LORA_EXTRA_VOCAB", "MM_DEFAULT_LIMIT", "UNMODELLED_FEATURE_FLAGS", "MultimodalPlan", "ParallelPlan",
+           "flag_mm_limits", "mm_limits", "plan_multimodal", "plan_parallel"]
+# and, imported on first use (a plain estimate sets neither --enable-lora nor --speculative-config):
+_LORA_NAMES = frozenset({"EMBEDDING_LORA_ARCHITECTURES", "EXTRA_VOCAB_UNTIL", "LORA_RANKS", "MOE_3D_ARCHITECTURES",
+                         "MOE_LORA_SINCE", "LoraPlan", "is_moe_layer", "lora_modules", "plan_lora"})
+_SPEC_NAMES = frozenset({"DRAFT_MODEL_REFUSED", "DRAFT_MODEL_SINCE", "NO_WEIGHT_METHODS", "PROPOSER_METHODS",
+                         "SPEC_KEYS_NO_GPU", "SPEC_KEYS_READ", "SpecPlan", "plan_speculative", "spec_buffer_bytes",
+                         "spec_capture_sizes"})
+
+
+def __getattr__(name: str) -> Any:
+    """The LoRA and speculative-decoding names this module held, from their modules on first use (PEP 562)."""
+    if name in _LORA_NAMES:
+        import configurator.estimate.lora as lora
+
+        return getattr(lora, name)
+    if name in _SPEC_NAMES:
+        import configurator.estimate.speculative as speculative
+
+        return getattr(speculative, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -156,8 +151,12 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
                         num_tokens=num_tokens, version=version)
     base = base_weights_bytes + (par.weights_delta if par else 0)
     buf, buf_line = model_load_buffers(model, num_tokens, dtype)  # the last PP stage's (the rank planned here)
-    return FeatureMemory(lora=plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers,
-                                        num_tokens=num_tokens), spec=spec, parallel=par,
+    lora = None  # plan_lora's answer without --enable-lora
+    if truthy(flags.get("enable_lora", False)):
+        from configurator.estimate.lora import plan_lora
+
+        lora = plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers, num_tokens=num_tokens)
+    return FeatureMemory(lora=lora, spec=spec, parallel=par,
                          mm=plan_multimodal(model, flags, dtype=dtype, num_tokens=num_tokens, max_num_seqs=max_num_seqs,
                                             max_model_len=max_model_len or num_tokens, chunked=chunked)
                          if first_stage else None,
@@ -165,8 +164,17 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
                          unmodelled_layout=unmodelled_layout(model, flags, max_model_len=max_model_len or num_tokens,
                                                              num_tokens=num_tokens),
                          unmodelled_flags=unmodelled_flags(flags), model_buffers_bytes=buf, model_buffers_line=buf_line,
-                         drafter_buffers_bytes=spec_buffer_bytes(spec, num_tokens, dtype))
+                         drafter_buffers_bytes=_drafter_buffers(spec, num_tokens, dtype))
 
+
+
+def _drafter_buffers(spec: SpecPlan | None, num_tokens: int, dtype: str) -> int:
+    """spec_buffer_bytes, its module imported only with a drafter (0 without one, as spec_buffer_bytes answers)."""
+    if spec is None:
+        return 0
+    from configurator.estimate.speculative import spec_buffer_bytes
+
+    return spec_buffer_bytes(spec, num_tokens, dtype)
 
 def unmodelled_flags(flags: dict[str, Any]) -> tuple[str, ...]:
     """The memory-changing feature options given with a value other than the modelled one, as warning text."""

@@ -8,10 +8,10 @@ model runner the release picks (it sets the concurrent batches a request's windo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from configurator.errors import InputError
-from configurator.estimate.features import SpecPlan, plan_speculative, v0_fallback
+from configurator.estimate.features import v0_fallback
 from configurator.estimate.loadable import block_shape_refusal, removed_architecture, v0_only
 from configurator.estimate.result import EstimateRequest
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, no_kernel_image
@@ -28,6 +28,9 @@ from configurator.vllm.versions import (
     behaviour,
     uses_v2_runner,
 )
+
+if TYPE_CHECKING:
+    from configurator.estimate.speculative import SpecPlan
 
 _DTYPE_ALIASES = {"auto": None, "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
                   "float": "float32", "float32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -169,8 +172,7 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     mcb = (pp + 1 if v2 else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
     _refusals(b, model, gpu, f, tp, errors)
     v0 = v0_reason(b, gpu, kv_name) or v0_only(model, b.version) or v0_fallback(b.version, f)
-    spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
-                            version=b.version)
+    spec = _plan_speculative(model, f, tp=tp, dtype=dtype, version=b.version)
     if spec is not None and spec.error:
         errors.append(spec.error)
     return Inputs(v0_reason=v0, spec=spec, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
@@ -180,6 +182,17 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
                   eager=bool(f.get("enforce_eager")), prefix=prefix, is_moe=is_moe, v2=v2, mcb=mcb,
                   errors=tuple(errors), warnings=tuple(warnings))
 
+
+
+def _plan_speculative(model: ModelSpec, f: dict[str, Any], *, tp: int, dtype: str, version: str) -> SpecPlan | None:
+    """plan_speculative, its module imported only when --speculative-config is given (None without it, as
+    plan_speculative answers)."""
+    if f.get("speculative_config") in (None, "", "{}"):
+        return None
+    from configurator.estimate.speculative import plan_speculative
+
+    return plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
+                            version=version)
 
 def _resolve_dtypes(b: Behaviour, model: ModelSpec, gpu: GPU, f: dict[str, Any], warnings: list[str],
                     errors: list[str]) -> tuple[str, str, KVDtype]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from configurator.errors import ConfigError
 from configurator.model.recurrent import mamba_geometry
@@ -25,20 +24,16 @@ def is_latent_split_mha(cfg: dict) -> bool:
         and cfg.get("kv_lora_rank") is not None
 
 
-@dataclass(frozen=True)
 class _Decoder:
-    """What every layer-kind reader needs: the config and the model's default attention geometry."""
+    """What every layer-kind reader needs: the config and the model's default attention geometry (a plain class:
+    a dataclass would cost the cold start its decorator's work)."""
 
-    cfg: dict
-    model_type: str
-    n: int
-    num_heads: int
-    kv_heads: int
-    head_dim: int
-    window: int | None
-    attn: AttnFn
-    mamba: MambaGeometry | None
-    notes: list[str]
+    __slots__ = ("attn", "cfg", "head_dim", "kv_heads", "mamba", "model_type", "n", "notes", "num_heads", "window")
+
+    def __init__(self, cfg: dict, model_type: str, n: int, num_heads: int, kv_heads: int, head_dim: int,
+                 window: int | None, attn: AttnFn, mamba: MambaGeometry | None, notes: list[str]) -> None:
+        self.cfg, self.model_type, self.n, self.num_heads, self.kv_heads = cfg, model_type, n, num_heads, kv_heads
+        self.head_dim, self.window, self.attn, self.mamba, self.notes = head_dim, window, attn, mamba, notes
 
 
 def _attention(kv_heads: int, head_dim: int, head_v: int, is_mla: bool) -> AttnFn:
