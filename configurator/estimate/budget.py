@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from configurator.estimate.features import FeatureMemory, flag_mm_limits, plan_features, spec_capture_sizes
+from configurator.estimate.features import FeatureMemory, flag_mm_limits, plan_features
 from configurator.estimate.inputs import Inputs
 from configurator.estimate.result import CalibrationLike, EstimateRequest
 from configurator.memory.build import pp_layer_split
@@ -173,6 +173,8 @@ def capture_sizes(inp: Inputs) -> list[int]:
     ceiling = int(inp.flags.get("max_cudagraph_capture_size") or 0) or None
     if inp.spec is None:
         return cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs, inp.mnbt, ceiling)
+    from configurator.estimate.speculative import spec_capture_sizes  # loaded only with a drafter
+
     q = 1 + inp.spec.num_speculative_tokens
     sizes = cudagraph_capture_sizes(inp.b, inp.gpu, inp.max_num_seqs * q, inp.mnbt, ceiling)
     return sizes if inp.v2 else spec_capture_sizes(sizes, inp.spec.num_speculative_tokens)
@@ -205,26 +207,57 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
                           max_num_seqs=inp.max_num_seqs, max_model_len=inp.max_len, chunked=inp.chunked,
                           first_stage=pp == 1)
     weights = max(0, w.per_rank_bytes + feats.weights_bytes)
-    tc = model.text_config
-    ov = estimate_overheads(
-        hidden_size=model.hidden_size, intermediate_size=model.intermediate_size,
-        num_attention_heads=model.num_attention_heads, num_kv_heads=model.num_kv_heads,
-        head_dim=model.head_dim, vocab_size=model.vocab_size,
-        num_layers_on_rank=len(stages[-1]), max_num_batched_tokens=inp.mnbt, max_num_seqs=inp.max_num_seqs,
-        tp=tp, pp=pp, last_stage=True, enforce_eager=inp.eager,
-        cudagraph_counted=b.cudagraph_estimate and (not inp.v2 or b.v2_cudagraph_estimate),
-        v2_sampler_state=inp.v2, coeffs=req.coefficients or coefficients_for(b.version),
-        moe_intermediate_size=(expert_intermediate(tc) or model.intermediate_size or 0) if inp.is_moe else 0,
-        experts_per_token=experts_per_token(tc) if inp.is_moe else 0,
-        num_capture_sizes=len(capture_sizes(inp)),
-        moe_workspace_persistent=b.moe_workspace_persistent, flashinfer_sampler=flashinfer_sampler_runs(b))
+    ov = _overheads(inp, req, len(stages[-1]))
     # runner buffers (and a drafter's persistent input buffers) are allocated before profiling: vLLM takes them
     # from the KV pool only where it subtracts the free-memory drop since start-up (the 'consumed' accounting)
     other = ov.runner_bytes + feats.drafter_buffers_bytes if b.accounting == "consumed" else 0
     if feats.activation_bytes:
         ov = replace(ov, activation_bytes=ov.activation_bytes + feats.activation_bytes)
     derivation += feats.lines()
-    warnings += feats.warnings()
+    warnings += _feature_warnings(inp, w, feats, off)
+    if cal is not None:
+        weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other, feats.weights_bytes)
+        derivation.append(line)
+    kv_bytes_flag = f.get("kv_cache_memory_bytes")
+    # memory taken before vLLM's baseline snapshot: the CUDA context, NCCL, other processes
+    pre_baseline = CUDA_CONTEXT_BYTES + (NCCL_INIT_BYTES if tp * pp > 1 else 0) + int(req.gpu_memory_used)
+    available = _kv_available(inp, requested, weights, ov, other, pre_baseline, derivation)
+    # free memory at start: vLLM refuses when it is below util x total
+    free = total - pre_baseline
+    if not kv_bytes_flag and free < requested:
+        errors.append(messages.free_memory("cuda:0", free, total, inp.util, requested))
+    weights_oom = weights > free
+    if weights_oom:
+        errors.append(messages.weights_oom(weights, free, tp, pp))
+    return Budget(total_bytes=total, requested_bytes=requested, weights=w, weights_bytes=weights, overheads=ov,
+                  other_bytes=other, available_bytes=available, free_bytes=free, kv_bytes_flag=kv_bytes_flag,
+                  stages=tuple(stages), weights_oom=weights_oom, calibrated=cal is not None, errors=tuple(errors),
+                  calibrated_other_layout=cal is not None and calibration_layout(cal) != (tp, pp),
+                  warnings=tuple(warnings), derivation=tuple(derivation), features=feats)
+
+
+def _overheads(inp: Inputs, req: EstimateRequest, num_layers_on_rank: int) -> Overheads:
+    """The predicted activation peak, non-torch memory, CUDA graphs and runner buffers of the last stage's rank."""
+    b, model = inp.b, inp.model
+    tc = model.text_config
+    return estimate_overheads(
+        hidden_size=model.hidden_size, intermediate_size=model.intermediate_size,
+        num_attention_heads=model.num_attention_heads, num_kv_heads=model.num_kv_heads,
+        head_dim=model.head_dim, vocab_size=model.vocab_size,
+        num_layers_on_rank=num_layers_on_rank, max_num_batched_tokens=inp.mnbt, max_num_seqs=inp.max_num_seqs,
+        tp=inp.tp, pp=inp.pp, last_stage=True, enforce_eager=inp.eager,
+        cudagraph_counted=b.cudagraph_estimate and (not inp.v2 or b.v2_cudagraph_estimate),
+        v2_sampler_state=inp.v2, coeffs=req.coefficients or coefficients_for(b.version),
+        moe_intermediate_size=(expert_intermediate(tc) or model.intermediate_size or 0) if inp.is_moe else 0,
+        experts_per_token=experts_per_token(tc) if inp.is_moe else 0,
+        num_capture_sizes=len(capture_sizes(inp)),
+        moe_workspace_persistent=b.moe_workspace_persistent, flashinfer_sampler=flashinfer_sampler_runs(b))
+
+
+def _feature_warnings(inp: Inputs, w: WeightEstimate, feats: FeatureMemory, off: set[str]) -> list[str]:
+    """What the features, the towers, the draft and an integrated GPU leave out of the prediction."""
+    f, model = inp.flags, inp.model
+    warnings = feats.warnings()
     if w.source == "config":  # a known checkpoint size already holds every tower
         warnings += [f"not-modelled: the weights leave out the {t}, which vLLM loads with them: the weights are "
                      "under-estimated and the KV cache over-estimated by its size; pass --kv-cache-memory-bytes or "
@@ -238,32 +271,21 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
                         "its baseline (CPU LoRA slots, loader buffers, page cache) counts as non-torch memory and "
                         "comes out of the KV cache; the prediction does not include it and can be far too high "
                         "(--kv-cache-memory-bytes sets the pool exactly)")
-    if cal is not None:
-        weights, ov, other, line = apply_calibration(cal, inp, weights, ov, other, feats.weights_bytes)
-        derivation.append(line)
-    kv_bytes_flag = f.get("kv_cache_memory_bytes")
+    return warnings
+
+
+def _kv_available(inp: Inputs, requested: int, weights: int, ov: Overheads, other: int, pre_baseline: int,
+                  derivation: list[str]) -> int:
+    """The bytes left for the KV cache by the release's accounting, or exactly --kv-cache-memory-bytes."""
+    b = inp.b
+    kv_bytes_flag = inp.flags.get("kv_cache_memory_bytes")
     if kv_bytes_flag:
         available = int(kv_bytes_flag)
         derivation.append(f"--kv-cache-memory-bytes {available:,} B ({format_gib(available)} GiB): "
                           f"vLLM skips profiling and ignores --gpu-memory-utilization")
-    # memory taken before vLLM's baseline snapshot: the CUDA context, NCCL, other processes
-    pre_baseline = CUDA_CONTEXT_BYTES + (NCCL_INIT_BYTES if tp * pp > 1 else 0) + int(req.gpu_memory_used)
-    if kv_bytes_flag:
-        pass
     elif b.accounting == "peak_all":
         # 0.8.0-0.9.0: total x util - (torch peak + every non-torch byte in use, the pre-baseline ones too)
         available = requested - weights - ov.activation_bytes - ov.non_torch_bytes - pre_baseline
     else:
         available = requested - weights - ov.activation_bytes - ov.non_torch_bytes - ov.cudagraph_bytes - other
-    # free memory at start: vLLM refuses when it is below util x total
-    free = total - pre_baseline
-    if not kv_bytes_flag and free < requested:
-        errors.append(messages.free_memory("cuda:0", free, total, inp.util, requested))
-    weights_oom = weights > free
-    if weights_oom:
-        errors.append(messages.weights_oom(weights, free, tp, pp))
-    return Budget(total_bytes=total, requested_bytes=requested, weights=w, weights_bytes=weights, overheads=ov,
-                  other_bytes=other, available_bytes=available, free_bytes=free, kv_bytes_flag=kv_bytes_flag,
-                  stages=tuple(stages), weights_oom=weights_oom, calibrated=cal is not None, errors=tuple(errors),
-                  calibrated_other_layout=cal is not None and calibration_layout(cal) != (tp, pp),
-                  warnings=tuple(warnings), derivation=tuple(derivation), features=feats)
+    return available

@@ -8,10 +8,10 @@ model runner the release picks (it sets the concurrent batches a request's windo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from configurator.errors import InputError
-from configurator.estimate.features import SpecPlan, plan_speculative, v0_fallback
+from configurator.estimate.features import v0_fallback
 from configurator.estimate.loadable import block_shape_refusal, removed_architecture, v0_only
 from configurator.estimate.result import EstimateRequest
 from configurator.hardware.catalog import GPU, custom_gpu, find_gpu, no_kernel_image
@@ -32,6 +32,9 @@ from configurator.vllm.versions import (
     v1_runs_kv_dtype,
     v2_fallback,
 )
+
+if TYPE_CHECKING:
+    from configurator.estimate.speculative import SpecPlan
 
 _DTYPE_ALIASES = {"auto": None, "half": "float16", "float16": "float16", "bfloat16": "bfloat16",
                   "float": "float32", "float32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -148,7 +151,63 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     pp = int(f.get("pipeline_parallel_size") or 1)
     dp = int(f.get("data_parallel_size") or 1)
     _check_parallel(model, tp, pp)
+    dtype, kv_name, kv = _resolve_dtypes(b, model, gpu, f, warnings, errors)
 
+    util = float(f.get("gpu_memory_utilization") or b.default_gpu_memory_utilization)
+    derived = derived_max_model_len(model, b)
+    user_len = f.get("max_model_len")
+    if user_len == -1 and not b.auto_max_model_len:
+        raise InputError(f"--max-model-len auto/-1 is not supported by vLLM {b.version} (added in 0.15)")
+    max_len = derived.default_len if user_len in (None, -1) else int(user_len)
+    if user_len not in (None, -1) and max_len > derived.value:
+        errors.append(messages.user_len_too_long(max_len, derived.value, derived.key))
+    bd = batch_defaults(b, gpu, "server" if req.entry == "server" else "offline")
+    seqs_user, mnbt_user = f.get("max_num_seqs"), f.get("max_num_batched_tokens")
+    max_num_seqs, mnbt, chunked = _batch_limits(b, model, f, bd, max_len)
+
+    prefix_default = not model.has_mamba or b.hybrid_prefix_caching
+    prefix = f.get("enable_prefix_caching", prefix_default) is not False and (
+        not model.has_mamba or b.hybrid_prefix_caching_supported)
+    tc = model.text_config
+    is_moe = bool(tc.get("num_experts") or tc.get("n_routed_experts") or tc.get("num_local_experts"))
+    v2 = uses_v2_runner(b, model.architectures, is_moe, model.quant.method is not None or bool(f.get("quantization")),
+                        hybrid=model.has_mamba)
+    # max_concurrent_batches with async scheduling: pp + 1 on runner V2, else 2 (pp = 1) or pp
+    mcb = (pp + 1 if v2 else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
+    _refusals(b, model, gpu, f, tp, errors)
+    v0 = v0_reason(b, gpu, kv_name, model.is_mla) or v0_only(model, b.version) or v0_fallback(b.version, f)
+    spec = _plan_speculative(model, f, tp=tp, dtype=dtype, version=b.version)
+    if v2 and (off := v2_fallback(b, f, spec.method if spec else None, tp=tp, pp=pp,
+                                  mamba_all=str(f.get("mamba_cache_mode")) == "all")):
+        v2, mcb = False, ((2 if pp == 1 else pp) if b.in_flight == "batches" else 1)
+        warnings.append(f"Model Runner V2 does not yet support {', '.join(off)}; using the V1 model runner")
+    if note := sampler_note(b):
+        warnings.append(note)
+    if spec is not None and spec.error:
+        errors.append(spec.error)
+    return Inputs(v0_reason=v0, spec=spec, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
+                  kv_name=kv_name, kv=kv,
+                  util=util, derived=derived, user_len=user_len, max_len=max_len, batch=bd, seqs_user=seqs_user,
+                  mnbt_user=mnbt_user, max_num_seqs=max_num_seqs, mnbt=mnbt, chunked=chunked,
+                  eager=bool(f.get("enforce_eager")), prefix=prefix, is_moe=is_moe, v2=v2, mcb=mcb,
+                  errors=tuple(errors), warnings=tuple(warnings))
+
+
+
+def _plan_speculative(model: ModelSpec, f: dict[str, Any], *, tp: int, dtype: str, version: str) -> SpecPlan | None:
+    """plan_speculative, its module imported only when --speculative-config is given (None without it, as
+    plan_speculative answers)."""
+    if f.get("speculative_config") in (None, "", "{}"):
+        return None
+    from configurator.estimate.speculative import plan_speculative
+
+    return plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
+                            version=version)
+
+def _resolve_dtypes(b: Behaviour, model: ModelSpec, gpu: GPU, f: dict[str, Any], warnings: list[str],
+                    errors: list[str]) -> tuple[str, str, KVDtype]:
+    """(the model dtype, --kv-cache-dtype as given, the KV element type stored); what the release refuses about
+    them (and about --kv-cache-memory-bytes and a quantization method without its config) joins `errors`."""
     dtype_flag = str(f.get("dtype") or "auto").lower()
     if dtype_flag not in _DTYPE_ALIASES:
         raise InputError(f"unknown --dtype '{dtype_flag}' (auto, half, float16, bfloat16, float32)")
@@ -177,16 +236,12 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     if kv.is_fp8 and gpu.fp8_kv == "storage-only":
         warnings.append(f"{gpu.display_name} has no FP8 tensor cores: fp8 KV is stored in 8 bits and "
                         f"dequantized for attention (slower, same capacity)")
+    return dtype, kv_name, kv
 
-    util = float(f.get("gpu_memory_utilization") or b.default_gpu_memory_utilization)
-    derived = derived_max_model_len(model, b)
-    user_len = f.get("max_model_len")
-    if user_len == -1 and not b.auto_max_model_len:
-        raise InputError(f"--max-model-len auto/-1 is not supported by vLLM {b.version} (added in 0.15)")
-    max_len = derived.default_len if user_len in (None, -1) else int(user_len)
-    if user_len not in (None, -1) and max_len > derived.value:
-        errors.append(messages.user_len_too_long(max_len, derived.value, derived.key))
-    bd = batch_defaults(b, gpu, "server" if req.entry == "server" else "offline")
+
+def _batch_limits(b: Behaviour, model: ModelSpec, f: dict[str, Any], bd: BatchDefaults,
+                  max_len: int) -> tuple[int, int, bool]:
+    """(max_num_seqs, max_num_batched_tokens, chunked prefill) as the release fills in and clamps them."""
     seqs_user, mnbt_user = f.get("max_num_seqs"), f.get("max_num_batched_tokens")
     max_num_seqs = int(seqs_user or bd.max_num_seqs)
     mnbt = int(mnbt_user or bd.max_num_batched_tokens)
@@ -202,16 +257,11 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
     if mnbt < max_num_seqs:
         raise InputError(f"max_num_batched_tokens ({mnbt}) must be greater than or equal to "
                          f"max_num_seqs ({max_num_seqs}).")
+    return max_num_seqs, mnbt, chunked
 
-    prefix_default = not model.has_mamba or b.hybrid_prefix_caching
-    prefix = f.get("enable_prefix_caching", prefix_default) is not False and (
-        not model.has_mamba or b.hybrid_prefix_caching_supported)
-    tc = model.text_config
-    is_moe = bool(tc.get("num_experts") or tc.get("n_routed_experts") or tc.get("num_local_experts"))
-    v2 = uses_v2_runner(b, model.architectures, is_moe, model.quant.method is not None or bool(f.get("quantization")),
-                        hybrid=model.has_mamba)
-    # max_concurrent_batches with async scheduling: pp + 1 on runner V2, else 2 (pp = 1) or pp
-    mcb = (pp + 1 if v2 else (2 if pp == 1 else pp)) if b.in_flight == "batches" else 1
+
+def _refusals(b: Behaviour, model: ModelSpec, gpu: GPU, f: dict[str, Any], tp: int, errors: list[str]) -> None:
+    """Start-up refusals that come before memory, added to `errors` in the order vLLM meets them."""
     # after the config checks vLLM makes at start-up, the first kernel launch fails on a GPU whose
     # architecture the release's wheel has no kernels for
     if arch := no_kernel_image(gpu, b.version, SUPPORTED):
@@ -221,23 +271,6 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
         errors.insert(0, removed)
     elif shard := block_shape_refusal(model, f, tp):
         errors.append(shard)
-    v0 = v0_reason(b, gpu, kv_name, model.is_mla) or v0_only(model, b.version) or v0_fallback(b.version, f)
-    spec = plan_speculative(model, f, tp=tp, dtype=dtype, quantization=f.get("quantization"), resolve=resolve_model,
-                            version=b.version)
-    if v2 and (off := v2_fallback(b, f, spec.method if spec else None, tp=tp, pp=pp,
-                                  mamba_all=str(f.get("mamba_cache_mode")) == "all")):
-        v2, mcb = False, ((2 if pp == 1 else pp) if b.in_flight == "batches" else 1)
-        warnings.append(f"Model Runner V2 does not yet support {', '.join(off)}; using the V1 model runner")
-    if note := sampler_note(b):
-        warnings.append(note)
-    if spec is not None and spec.error:
-        errors.append(spec.error)
-    return Inputs(v0_reason=v0, spec=spec, b=b, model=model, gpu=gpu, flags=f, tp=tp, pp=pp, dp=dp, dtype=dtype,
-                  kv_name=kv_name, kv=kv,
-                  util=util, derived=derived, user_len=user_len, max_len=max_len, batch=bd, seqs_user=seqs_user,
-                  mnbt_user=mnbt_user, max_num_seqs=max_num_seqs, mnbt=mnbt, chunked=chunked,
-                  eager=bool(f.get("enforce_eager")), prefix=prefix, is_moe=is_moe, v2=v2, mcb=mcb,
-                  errors=tuple(errors), warnings=tuple(warnings))
 
 
 def v0_reason(b: Behaviour, gpu: GPU, kv_name: str, is_mla: bool = False) -> str | None:

@@ -448,18 +448,9 @@ def _scan(tokens: list[str], version: str | None = None, *, positional: bool = T
                 leftover_value(raw_tok, i)
             i += 1
             continue
-        if tok.startswith("-O") and tok not in rel.strings and tok.startswith("-O") and len(tok) > 2 \
-                and "--optimization-level" in rel.strings:  # -O3 -> --optimization-level 3
-            o = rel.strings["--optimization-level"][0]
-            out.given.append(Given(o, "-O", convert(rel, o, tok[3:] if tok[2] == "=" else tok[2:], i), i, i + 1))
-            i += 1
-            continue
-        if tok == "-O" and "-O" not in rel.strings and "--optimization-level" in rel.strings \
-                and i + 1 < len(tokens) and tokens[i + 1] in ("0", "1", "2", "3"):
-            # -O <n> -> --optimization-level <n> (0.33.0 utils/argparse_utils.py FlexibleArgumentParser.parse_args)
-            o = rel.strings["--optimization-level"][0]
-            out.given.append(Given(o, "-O", convert(rel, o, tokens[i + 1], i), i, i + 2))
-            i += 2
+        if (level := _optimization_shorthand(rel, tokens, tok, i)) is not None:
+            out.given.append(level)
+            i = level.end
             continue
         found = resolve(rel, tok, i)
         if found is None:
@@ -479,26 +470,49 @@ def _scan(tokens: list[str], version: str | None = None, *, positional: bool = T
         if explicit is not None:
             out.given.append(Given(o, written, convert(rel, o, explicit, at), at, i))
             continue
-        values: list[str] = []
-        want = o.nargs
-        while i < len(tokens) and (only_values or _is_value(_normalise(tokens[i]), rel)):
-            if want in (1, "?") and values:
-                break
-            if isinstance(want, int) and len(values) >= want:
-                break
-            values.append(tokens[i])
-            i += 1
-        if want == 1 and not values:
-            raise ArgError(f"argument {o.name}: expected one argument", at)
-        if want == "+" and not values:
-            raise ArgError(f"argument {o.name}: expected at least one argument", at)
-        if isinstance(want, int) and want > 1 and len(values) != want:
-            raise ArgError(f"argument {o.name}: expected {want} arguments", at)
-        if want == "?" and not values:
-            value: Any = True
-        elif want in (1, "?"):
-            value = convert(rel, o, values[0], at)
-        else:
-            value = [convert(rel, o, v, at) for v in values]
+        value, i = _option_value(rel, o, tokens, i, at, only_values)
         out.given.append(Given(o, written, value, at, i))
     return out
+
+
+def _optimization_shorthand(rel: ReleaseArgs, tokens: list[str], tok: str, i: int) -> Given | None:
+    """-O3 / -O=3 / -O 3 read as --optimization-level where the release has it and no option of its own
+    spelled so; None for any other token."""
+    if tok.startswith("-O") and tok not in rel.strings and tok.startswith("-O") and len(tok) > 2 \
+            and "--optimization-level" in rel.strings:  # -O3 -> --optimization-level 3
+        o = rel.strings["--optimization-level"][0]
+        return Given(o, "-O", convert(rel, o, tok[3:] if tok[2] == "=" else tok[2:], i), i, i + 1)
+    if tok == "-O" and "-O" not in rel.strings and "--optimization-level" in rel.strings \
+            and i + 1 < len(tokens) and tokens[i + 1] in ("0", "1", "2", "3"):
+        # -O <n> -> --optimization-level <n> (0.33.0 utils/argparse_utils.py FlexibleArgumentParser.parse_args)
+        o = rel.strings["--optimization-level"][0]
+        return Given(o, "-O", convert(rel, o, tokens[i + 1], i), i, i + 2)
+    return None
+
+
+def _option_value(rel: ReleaseArgs, o: Option, tokens: list[str], i: int, at: int,
+                  only_values: bool) -> tuple[Any, int]:
+    """The values option `o` (at index `at`) takes from tokens[i:] as argparse counts them (its nargs),
+    converted, and the index after them. Raises ArgError for too few or too many."""
+    values: list[str] = []
+    want = o.nargs
+    while i < len(tokens) and (only_values or _is_value(_normalise(tokens[i]), rel)):
+        if want in (1, "?") and values:
+            break
+        if isinstance(want, int) and len(values) >= want:
+            break
+        values.append(tokens[i])
+        i += 1
+    if want == 1 and not values:
+        raise ArgError(f"argument {o.name}: expected one argument", at)
+    if want == "+" and not values:
+        raise ArgError(f"argument {o.name}: expected at least one argument", at)
+    if isinstance(want, int) and want > 1 and len(values) != want:
+        raise ArgError(f"argument {o.name}: expected {want} arguments", at)
+    if want == "?" and not values:
+        value: Any = True
+    elif want in (1, "?"):
+        value = convert(rel, o, values[0], at)
+    else:
+        value = [convert(rel, o, v, at) for v in values]
+    return value, i

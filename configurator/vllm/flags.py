@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from configurator.errors import InputError
+from configurator.vllm.memory_options import UNMODELLED_MEMORY_OPTIONS
 
 FlagType = Literal["float", "int", "len", "str", "bool", "bytes"]
 
@@ -187,47 +188,9 @@ def parse_serve_args(argv: list[str] | str) -> tuple[dict[str, Any], list[str]]:
 
 
 LAUNCHERS = ("vllm", "python", "python3")
-
-# Real vLLM options that change GPU memory but that the memory model does not (yet) account for.
-# A server that sets one is still estimated, with a `not-modelled` warning naming the option; an
-# entry leaves this set when configurator/estimate models it. LoRA (--enable-lora, --max-loras,
-# --max-lora-rank, --max-cpu-loras, --lora-dtype, --fully-sharded-loras) is modelled in
-# configurator/estimate/features.py; --lora-modules only names adapters loaded into those slots.
-# --speculative-config is modelled there too; the pre-0.8 spellings (--speculative-model,
-# --num-speculative-tokens) are not. Data / expert parallelism (-dp, --enable-expert-parallel, -pcp,
-# --enable-eplb, --eplb-config num_redundant_experts) is modelled there as well, and so are
-# --limit-mm-per-prompt and --skip-mm-profiling (the encoder's profiling batch); --mm-processor-kwargs
-# (tokens per item) is not.
-UNMODELLED_MEMORY_OPTIONS: frozenset[str] = frozenset({
-    "--num-speculative-tokens", "--speculative-model",
-    "--kv-transfer-config", "--kv-events-config", "--mm-processor-kwargs",
-    "--swap-space", "--kv-offloading-size", "--kv-offloading-backend", "--compilation-config", "-O",
-    "--cuda-graph-sizes",
-    "--long-prefill-token-threshold", "--max-num-partial-prefills", "--max-seq-len-to-capture",
-    "--hf-overrides", "--rope-scaling", "--override-generation-config",
-    "--all2all-backend", "--enable-dbo",  # EP communication buffers, dual-batch overlap (0.33.0 arg_utils.py)
-    # decode context parallel (the KV of a request split over ranks), LoRA on towers / connector, bias slots and
-    # extra vocabulary, the MoE kernel choice (0.25.0 / 0.33.0 arg_utils.py; the LoRA pair up to 0.11.0)
-    "--decode-context-parallel-size", "-dcp", "--enable-tower-connector-lora", "--moe-backend",
-    "--enable-lora-bias", "--lora-extra-vocab-size",
-    # vLLM 0.33.0 options that change GPU memory, found by reading where each is consumed (engine/arg_utils.py and
-    # the code it feeds): the optimization level (O0 captures no CUDA graphs, O1 piecewise only; -O3 / -O 3 are
-    # its spellings), the 0.33 capture-size list, the speculative shorthands merged into --speculative-config,
-    # micro-batching, a kernel / attention / engram / diffusion config, a YAML --config the tool does not read,
-    # performance mode (doubled batch defaults), sliding windows turned off, KV layers kept out of fp8, pooling
-    # runners (no LM head), online quantization, layer offloading and its prefetch pool, memory reserved for
-    # multimodal IPC or GPU video decoding, encoder-only instances, data-parallel encoders, LoRA module and MoE
-    # variants, per-LoRA-count graphs, ReplaySSM ring buffers (not --attention-backend: a FlashInfer workspace of
-    # ~0.4 GiB where another backend is the default, within the error band)
-    "--optimization-level", "--cudagraph-capture-sizes", "--spec-method", "--spec-model", "--spec-tokens",  # folded
-    "--ubatch-size", "--kernel-config", "--attention-config", "-ac", "--engram-config", "--diffusion-config", "-dc",
-    "--performance-mode", "--disable-sliding-window", "--kv-cache-dtype-skip-layers", "--runner",
-    "--convert", "--quantization-config", "--offload-backend", "--offload-group-size", "--offload-num-in-group",
-    "--offload-prefetch-step", "--offload-params", "--cpu-offload-params", "--mm-ipc-gpu-memory-gb",
-    "--media-io-kwargs", "--mm-encoder-only", "--ec-transfer-config", "--mm-encoder-tp-mode",
-    "--lora-target-modules", "--enable-moe-shared-loras", "--enable-mixed-moe-lora-format",
-    "--specialize-active-lora", "--use-replayssm", "--replayssm-buffer-len", "--video-pruning-rate",
-})
+# UNMODELLED_MEMORY_OPTIONS (imported above, and importable from here): the real vLLM options that change GPU
+# memory and that the memory model does not account for; one list, with the features' own, in
+# configurator/vllm/memory_options.py.
 
 
 @dataclass(frozen=True)
