@@ -23,7 +23,8 @@ What holds it up under hostile or heavy traffic:
   that does not fit is read through keeping only its first 64 KiB (where the API server writes the
   request's uid) and answered at once per the failure policy;
 - reviews: a body up to `inline_body_bytes` is parsed (bounded, see shape.loads) on the event loop and
-  answered there when its verdict is cached (`review.verdict_key`); otherwise it is evaluated in worker
+  answered there when its verdict is cached (`review.verdict_key`, looked up before the boundary walk); a
+  response leaves in one TLS record and one send (`_OneWrite`); otherwise a review is evaluated in worker
   threads, in two lanes by cost (the containers the bounded parse counted; larger bodies are parsed in
   the heavy lane), so a flood of heavy objects cannot starve ordinary ones;
 - overload: a lane that is full answers at once, with HTTP 200: an object that may hold a vLLM server
@@ -109,6 +110,14 @@ class _Metrics:
                               "Connections closed by the server's guards", ["reason"], registry=self.registry)
         self.busy = Gauge("vllm_configurator_admission_reviews_in_flight", "Reviews admitted and not answered",
                           ["lane"], registry=self.registry)
+        self._by_verdict: dict[str, Any] = {}  # the requests counter's child per verdict, looked up once
+
+    def answered(self, verdict: str, seconds: float) -> None:
+        child = self._by_verdict.get(verdict)
+        if child is None:
+            child = self._by_verdict[verdict] = self.requests.labels(verdict)
+        child.inc()
+        self.latency.observe(seconds)
 
     def render(self) -> bytes:
         from prometheus_client import generate_latest
@@ -244,97 +253,109 @@ class WebhookApp:
             return await _send(send, 405, b'{"error": "POST an AdmissionReview"}', allow=b"POST")
         await self._validate(scope, receive, send)
 
-    def _work(self, body: bytes | None, progress: _Progress) -> Verdict:
+    def _work(self, body: bytes | None, progress: _Progress, key: bytes | None = None) -> Verdict:
         """In a worker thread: parse (unless the event loop did), check at the boundary, evaluate."""
         if progress.request is None:
             progress.request = parse_request(loads(body or b""))
         req = progress.request
         return assess(req.object, self.s.options, self.s.on_error, self.s.on_failure, on_shape=progress.seen,
-                      cache=self.cache)
+                      cache=self.cache, key=key)
 
     async def _validate(self, scope: dict, receive: Any, send: Any) -> None:
+        """POST /validate: the body read within its bounds, then reviewed (`_review`)."""
         t0 = time.perf_counter()
-        headers = dict(scope.get("headers") or [])
-        try:
-            declared = int(headers.get(b"content-length", b"0") or 0)
-        except ValueError:
-            declared = 0
+        declared = _content_length(scope)
         if declared > self.s.max_body_bytes:
             return await self._reject(send, 413, f"body of {declared} bytes exceeds {self.s.max_body_bytes}", t0)
         held = [0]  # bytes of the budget this request holds
         got: list[bytes] = []  # what has arrived and is kept (its head answers a body that never finishes)
         try:
             try:
-                body, scan = await asyncio.wait_for(self._read(receive, declared, held, got), self.s.body_timeout_s)
+                body, scan = await self._read_within(receive, declared, held, got)
             except asyncio.TimeoutError:
                 return await self._unfinished(send, got, t0)
             except _TooLarge:
                 return await self._reject(send, 413, f"body exceeds {self.s.max_body_bytes} bytes", t0)
             if body is None:  # the memory budget could not hold it: answered from what was scanned
-                uid = scan.uid()
-                if uid is None:
-                    return await self._reject(send, 503, "request bodies at the memory budget; retry", t0,
-                                              retry_after=True)
-                v = failure_verdict("overloaded: request bodies at the webhook's memory budget", self.s.on_failure,
-                                    code=429, vllm=scan.mentions)
-                return await self._answer(send, Request(uid=uid, object=None, dry_run=False), v, t0)
-            progress = _Progress()
-            heavy = len(body) > self.s.inline_body_bytes
-            if self.lanes[1].full() and (heavy or body.count(b'"image"') > self.s.heavy_containers):
-                # heavy by its size or by the containers its bytes name (a bound, counted without parsing), and
-                # the heavy lane is full: answered from a scan, without spending the event loop on a parse
-                return await self._overloaded(send, self.lanes[1], progress, body, t0)
-            if not heavy:
-                try:  # small: parsed here, once, and answered here when the verdict is cached
-                    req = parse_request(loads(body))
-                except (ShapeError, ReviewError) as e:
-                    return await self._reject(send, 400, str(e), t0)
-                progress.request = req
-                obj = req.object
-                if not isinstance(obj, dict):
-                    return await self._answer(send, req, assess(obj, self.s.options, self.s.on_error,
-                                                                self.s.on_failure), t0)
-                shape = inspect(obj)
-                progress.seen(shape)
-                if shape.ok:
-                    hit = self.cache.get(verdict_key(obj, self.s.on_error))
-                    if hit is not None:
-                        return await self._answer(send, req, hit, t0)
-                heavy = shape.containers > self.s.heavy_containers or shape.command_chars > MAX_COMMAND_CHARS // 8
-                body = None  # parsed: the worker needs the object only
-                release, held[0] = held[0], 0
-                self.budget.give(release)
-            lane = self.lanes[heavy]
-            fut = lane.submit(self._work, body, progress)
-            if fut is None:
-                return await self._overloaded(send, lane, progress, body, t0)
-            if held[0]:  # the body stays held until the worker is done with it
-                n, held[0] = held[0], 0
-                loop = asyncio.get_running_loop()
-                fut.add_done_callback(lambda _f: loop.call_soon_threadsafe(self.budget.give, n))
-            self.metrics.busy.labels(lane.name).set(lane.busy)
-            try:
-                v = await asyncio.wait_for(asyncio.wrap_future(fut), self.s.budget_s)
-            except (ShapeError, ReviewError) as e:
-                return await self._reject(send, 400, str(e), t0)
-            except asyncio.TimeoutError:
-                if progress.request is None:  # a large body still waiting for a worker: answered from a scan
-                    return await self._overloaded(send, lane, progress, body, t0,
-                                                  f"review not started within {self.s.budget_s:g} s")
-                v = failure_verdict(f"timed out after {self.s.budget_s:g} s", self.s.on_failure, code=504,
-                                    vllm=self._serves(progress))
-            except Exception as e:  # a fault before the uid was read: the API server applies its failurePolicy
-                log.error({"event": "review-error", "error": type(e).__name__, "where": _where(e)})
-                if progress.request is None:
-                    return await self._reject(send, 400, f"cannot read the request ({type(e).__name__})", t0)
-                v = failure_verdict(f"internal error: {type(e).__name__}", self.s.on_failure, code=500,
-                                    vllm=self._serves(progress))
-            req = progress.request
-            assert req is not None
-            await self._answer(send, req, v, t0)
+                assert scan is not None
+                return await self._unkept(send, scan, t0)
+            await self._review(send, body, held, t0)
         finally:
             if held[0]:
                 self.budget.give(held[0])
+
+    async def _unkept(self, send: Any, scan: _Scan, t0: float) -> None:
+        """A body the memory budget could not hold: answered from its scanned head, per the failure policy."""
+        uid = scan.uid()
+        if uid is None:
+            return await self._reject(send, 503, "request bodies at the memory budget; retry", t0, retry_after=True)
+        v = failure_verdict("overloaded: request bodies at the webhook's memory budget", self.s.on_failure,
+                            code=429, vllm=scan.mentions)
+        await self._answer(send, Request(uid=uid, object=None, dry_run=False), v, t0)
+
+    async def _review(self, send: Any, body: bytes, held: list[int], t0: float) -> None:
+        """A small body is parsed here, once, and answered here when its verdict is cached (the cache is looked
+        up before the boundary walk: see review.assess); the rest goes to a lane by its cost."""
+        progress = _Progress()
+        heavy = len(body) > self.s.inline_body_bytes
+        if self.lanes[1].full() and (heavy or body.count(b'"image"') > self.s.heavy_containers):
+            # heavy by its size or by the containers its bytes name (a bound, counted without parsing), and
+            # the heavy lane is full: answered from a scan, without spending the event loop on a parse
+            return await self._overloaded(send, self.lanes[1], progress, body, t0)
+        key = None
+        if not heavy:
+            try:
+                req = parse_request(loads(body))
+            except (ShapeError, ReviewError) as e:
+                return await self._reject(send, 400, str(e), t0)
+            progress.request = req
+            obj = req.object
+            if not isinstance(obj, dict):
+                return await self._answer(send, req, assess(obj, self.s.options, self.s.on_error,
+                                                            self.s.on_failure), t0)
+            key = verdict_key(obj, self.s.on_error)
+            hit = self.cache.get(key) if key is not None else None
+            if hit is not None:
+                return await self._answer(send, req, hit, t0)
+            shape = inspect(obj)
+            progress.seen(shape)
+            heavy = shape.containers > self.s.heavy_containers or shape.command_chars > MAX_COMMAND_CHARS // 8
+            body = None  # parsed: the worker needs the object only
+            release, held[0] = held[0], 0
+            self.budget.give(release)
+        await self._in_lane(send, self.lanes[heavy], body, progress, key, held, t0)
+
+    async def _in_lane(self, send: Any, lane: _Lane, body: bytes | None, progress: _Progress, key: bytes | None,
+                       held: list[int], t0: float) -> None:
+        """Evaluated by a worker of `lane` within the review budget; a full lane or a missed budget is answered at
+        once, per the failure policy."""
+        fut = lane.submit(self._work, body, progress, key)
+        if fut is None:
+            return await self._overloaded(send, lane, progress, body, t0)
+        if held[0]:  # the body stays held until the worker is done with it
+            n, held[0] = held[0], 0
+            loop = asyncio.get_running_loop()
+            fut.add_done_callback(lambda _f: loop.call_soon_threadsafe(self.budget.give, n))
+        self.metrics.busy.labels(lane.name).set(lane.busy)
+        try:
+            v = await asyncio.wait_for(asyncio.wrap_future(fut), self.s.budget_s)
+        except (ShapeError, ReviewError) as e:
+            return await self._reject(send, 400, str(e), t0)
+        except asyncio.TimeoutError:
+            if progress.request is None:  # a large body still waiting for a worker: answered from a scan
+                return await self._overloaded(send, lane, progress, body, t0,
+                                              f"review not started within {self.s.budget_s:g} s")
+            v = failure_verdict(f"timed out after {self.s.budget_s:g} s", self.s.on_failure, code=504,
+                                vllm=self._serves(progress))
+        except Exception as e:  # a fault before the uid was read: the API server applies its failurePolicy
+            log.error({"event": "review-error", "error": type(e).__name__, "where": _where(e)})
+            if progress.request is None:
+                return await self._reject(send, 400, f"cannot read the request ({type(e).__name__})", t0)
+            v = failure_verdict(f"internal error: {type(e).__name__}", self.s.on_failure, code=500,
+                                vllm=self._serves(progress))
+        req = progress.request
+        assert req is not None
+        await self._answer(send, req, v, t0)
 
     @staticmethod
     def _serves(progress: _Progress) -> bool | None:
@@ -365,8 +386,7 @@ class WebhookApp:
         else:
             verdict = "denied" if not v.allowed else ("warned" if v.warnings else "allowed")
         dt = time.perf_counter() - t0
-        self.metrics.requests.labels(verdict).inc()
-        self.metrics.latency.observe(dt)
+        self.metrics.answered(verdict, dt)
         obj = req.object or {}
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         namespace = req.namespace or (meta.get("namespace") if isinstance(meta.get("namespace"), str) else None)
@@ -388,6 +408,16 @@ class WebhookApp:
         v = failure_verdict(f"request body not received within {self.s.body_timeout_s:g} s", self.s.on_failure,
                             code=408, vllm=True if scan.mentions else None)
         await self._answer(send, Request(uid=uid, object=None, dry_run=False), v, t0)
+
+    async def _read_within(self, receive: Any, declared: int, held: list[int],
+                           chunks: list[bytes]) -> tuple[bytes | None, _Scan | None]:
+        """`_read` within the body timeout (asyncio.TimeoutError past it). asyncio.timeout (3.11+) arms one timer;
+        wait_for, before it, runs the read as a task of its own."""
+        timeout = getattr(asyncio, "timeout", None)
+        if timeout is None:
+            return await asyncio.wait_for(self._read(receive, declared, held, chunks), self.s.body_timeout_s)
+        async with timeout(self.s.body_timeout_s):
+            return await self._read(receive, declared, held, chunks)
 
     async def _read(self, receive: Any, declared: int, held: list[int],
                     chunks: list[bytes]) -> tuple[bytes | None, _Scan | None]:
@@ -433,10 +463,19 @@ class WebhookApp:
                 return b"".join(chunks), None
 
     async def _reject(self, send: Any, code: int, why: str, t0: float, retry_after: bool = False) -> None:
-        self.metrics.requests.labels(f"rejected-{code}").inc()
-        self.metrics.latency.observe(time.perf_counter() - t0)
+        self.metrics.answered(f"rejected-{code}", time.perf_counter() - t0)
         log.info({"event": "rejected", "code": code, "reason": why})
         await _send(send, code, json.dumps({"error": why}).encode(), retry_after=b"1" if retry_after else None)
+
+
+def _content_length(scope: dict) -> int:
+    for name, value in scope.get("headers") or ():
+        if name == b"content-length":
+            try:
+                return int(value or 0)
+            except ValueError:
+                return 0
+    return 0
 
 
 def _text(v: Any) -> str | None:
@@ -490,6 +529,10 @@ def configure_logging(level: int = logging.INFO) -> None:
     """One JSON handler on the root logger; uvicorn's loggers propagate to it (its access log is off)."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
+    # what the JSON line never shows is not gathered for every record: the caller's file and line (the logging
+    # module's documented switch, logging._srcfile = None), thread, process and multiprocessing names
+    logging._srcfile = None  # type: ignore[attr-defined]
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
@@ -501,6 +544,49 @@ def configure_logging(level: int = logging.INFO) -> None:
     access = logging.getLogger("uvicorn.access")
     access.handlers[:] = []
     access.propagate = False
+
+
+class _OneWrite:
+    """A transport whose writes in one turn of the event loop leave as one: uvicorn writes a response's head and
+    its body apart, and over TLS each write is a record of its own and a send of its own (a system call, and a
+    wake-up of the reader). Everything else is the transport's own."""
+
+    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(data)
+
+    def writelines(self, lines: Any) -> None:
+        for data in lines:
+            self.write(data)
+
+    def _flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            if not self._transport.is_closing():
+                self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._transport.abort()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(map(len, self._pending))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def guarded_protocol(settings: WebhookSettings, metrics: _Metrics | None) -> type:
@@ -530,7 +616,7 @@ def guarded_protocol(settings: WebhookSettings, metrics: _Metrics | None) -> typ
                 self._guard = None
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
-            super().connection_made(transport)
+            super().connection_made(_OneWrite(transport, self.loop))
             if len(self.connections) > settings.max_connections:
                 self._closed_by_guard("connection-limit")
                 return
