@@ -185,10 +185,11 @@ def _client(port: int, cafile: str, rate: float | None, seconds: float, conns: i
     q.put(asyncio.run(_load(port, cafile, rate, seconds, conns, distinct, salt)))
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process so far (Linux /proc; its threads included)."""
+def _cpu_s(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process so far (Linux /proc; its threads included)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def _p(sorted_ms: list[float], q: float) -> float:
@@ -200,11 +201,13 @@ def _phase(server: subprocess.Popen, port: int, cafile: str, rate: float | None,
     """One phase in a client process of its own: its results, the webhook's CPU seconds and the load average."""
     q: mp.Queue = mp.Queue()
     p = mp.Process(target=_client, args=(port, cafile, rate, seconds, conns, distinct, salt, q))
-    cpu0 = _cpu_s(server.pid)
+    user0, sys0 = _cpu_s(server.pid)
     p.start()
     out = q.get(timeout=seconds + 120)
     p.join()
-    out["server_cpu"] = _cpu_s(server.pid) - cpu0
+    user1, sys1 = _cpu_s(server.pid)
+    out["server_user"], out["server_sys"] = user1 - user0, sys1 - sys0
+    out["server_cpu"] = out["server_user"] + out["server_sys"]
     out["load"] = os.getloadavg()[0]
     return out
 
@@ -280,8 +283,10 @@ def _report(a: argparse.Namespace, fixed: dict, sat: dict | None, crashed: int |
     print(f"  achieved {achieved:.0f} reviews/s (target >= {a.min_rps:g}/s), errors {fixed['errors']}")
     print(f"  latency from the time each review was due: p50 {statistics.median(lat_ms):.2f} ms, p99 {p99:.2f} ms, "
           f"max {lat_ms[-1]:.2f} ms (target: p99 < {a.p99_ms:g} ms)")
-    print(f"  webhook CPU {fixed['server_cpu'] / n * 1000:.3f} ms per review ({fixed['server_cpu']:.2f} s); load "
-          f"generator CPU {fixed['client_cpu'] / n * 1000:.3f} ms per review")
+    print(f"  webhook CPU {fixed['server_cpu'] / n * 1000:.3f} ms per review (user "
+          f"{fixed['server_user'] / n * 1000:.3f}, system {fixed['server_sys'] / n * 1000:.3f}; "
+          f"{fixed['server_cpu']:.2f} s in all); load generator CPU "
+          f"{fixed['client_cpu'] / n * 1000:.3f} ms per review")
     if sat is not None:
         s_ms = sorted(x * 1000 for x in sat["lat"])
         s_n = len(s_ms)

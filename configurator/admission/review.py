@@ -260,7 +260,9 @@ def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFa
         return failure_verdict(f"a container's command line is {shape.command_chars:,} characters, more than the "
                                f"{MAX_COMMAND_CHARS:,} evaluated", on_failure, code=413, vllm=serves)
     try:
-        v = _evaluate(decisive(obj), opts, on_error)
+        slim = decisive(obj)
+        v = Verdict(True, ()) if shape.mentions_vllm is False and _silent(slim, opts) else \
+            _evaluate(slim, opts, on_error)
     except ShapeError as e:
         return failure_verdict(str(e), on_failure, code=400, vllm=serves)
     except RecursionError:
@@ -270,6 +272,26 @@ def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFa
     if cache is not None and key is not None:
         cache.put(key, v)
     return v
+
+
+def _document(obj: dict) -> Document:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return Document(file=f"{obj.get('kind', 'object')}/{meta.get('name', '')}", index=0, data=obj, positions={})
+
+
+def _silent(obj: dict, opts: Options) -> bool:
+    """The fast path for an object that names no vLLM (no key or string mentions it): whether `check`'s discovery
+    alone finds neither a server in it nor anything it cannot read. Then `evaluate` says nothing of it either:
+    its findings are those of the servers and of the objects discovery could not read (and of files that
+    mention vLLM, which this one does not), so the rules, the model lookup and the report are skipped.
+    tests/admission/test_cache.py holds the two to the same verdict on every such object of the corpus."""
+    from configurator.lint.find import extract_all
+
+    try:
+        servers, unread = extract_all([_document(obj)], opts.vllm_version)
+    except Exception:  # evaluate fails closed on it, and says why
+        return False
+    return not servers and not unread
 
 
 def _evaluate(obj: dict, opts: Options, on_error: OnError) -> Verdict:
@@ -282,9 +304,7 @@ def verdict_for(obj: dict | None, opts: Options, on_error: OnError = "deny") -> 
     checks: see `assess`)."""
     if obj is None:
         return Verdict(True, ())
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    doc = Document(file=f"{obj.get('kind', 'object')}/{meta.get('name', '')}", index=0, data=obj, positions={})
-    report: CheckReport = evaluate([doc], [], opts)
+    report: CheckReport = evaluate([_document(obj)], [], opts)
     return verdict_from_findings(report.findings, on_error, checked=bool(report.servers))
 
 

@@ -211,3 +211,52 @@ def test_a_rollout_is_evaluated_once_and_each_pod_gets_its_own_uid(monkeypatch):
     other = _pod(name="qwen-7d9f8b6c5-zzzzz")
     _c(other)["args"][2] = "4096"
     assert _post_all(app, [_review(other, "req-other")])[0]["uid"] == "req-other" and len(calls) == 2
+
+
+def _plain_pod(*args: str, image: str = "nginx:1.27") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+            "spec": {"containers": [{"name": "c", "image": image, "args": list(args)}]}}
+
+
+def test_an_object_without_vllm_takes_the_fast_path(monkeypatch):
+    from configurator.admission import review as rv
+
+    monkeypatch.setattr(rv, "verdict_for", lambda *a, **k: pytest.fail("evaluated in full"))
+    for obj in (_plain_pod("--port", "80"), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}):
+        assert assess(obj, OPTS) == rv.Verdict(True, ())
+
+
+@pytest.mark.parametrize("obj", [
+    # KServe's Hugging Face server runs vLLM, and no string of the pod names it
+    _plain_pod("-m", "huggingfaceserver", "--model_id=Qwen/Qwen3-8B", image="python:3.12"),
+    # a wrong shape where the workloads format reads a pod template: check says it could not read it
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {"template": "a string"}},
+], ids=["huggingfaceserver", "unreadable-template"])
+def test_an_object_without_vllm_that_check_speaks_of_is_evaluated(obj):
+    from configurator.admission import review as rv
+
+    assert not rv._silent(copy.deepcopy(obj), OPTS)
+    report_says = rv.verdict_for(copy.deepcopy(obj), OPTS)
+    assert report_says.findings or report_says.checked  # what the fast path must not skip
+    assert assess(copy.deepcopy(obj), OPTS) == report_says
+
+
+def test_the_fast_path_says_what_check_says_on_every_object_without_vllm():
+    """Every object of the corpus that names no vLLM: the fast path's verdict is the full evaluation's."""
+    from configurator.admission import review as rv
+    from configurator.admission.shape import inspect
+
+    files = sorted((ROOT / "tests" / "manifests").glob("*.y*ml")) + \
+        sorted(p for p in (ROOT / "tests" / "corpus" / "real").rglob("*.y*ml") if p.name != "expected.yaml")
+    seen = silent = 0
+    for path in files:
+        docs, _ = load_paths([str(path)])
+        for d in docs:
+            if not isinstance(d.data, dict) or inspect(d.data).mentions_vllm is not False:
+                continue
+            seen += 1
+            full = rv._evaluate(decisive(copy.deepcopy(d.data)), OPTS, "deny")
+            if rv._silent(decisive(copy.deepcopy(d.data)), OPTS):
+                silent += 1
+                assert full == rv.Verdict(True, ()), path
+    assert seen >= 10 and 0 < silent < seen

@@ -3,6 +3,7 @@ the header deadline, certificate rotation and a clean stop."""
 
 import contextlib
 import hashlib
+import http.client
 import json
 import socket
 import ssl
@@ -118,3 +119,39 @@ def test_a_client_over_its_share_is_refused_before_the_handshake(tmp_path):
         tls.close()
         for s in held:
             s.close()
+
+
+def _h11_bases():
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    return (H11Protocol,)
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_either_http_parser_answers_and_caps_a_request_head(tmp_path, monkeypatch, parser):
+    """httptools when installed (the webhook extra installs it), h11 without it: both answer reviews, and both
+    refuse a request whose head is over max_header_bytes without passing it to the app."""
+    from configurator.admission import server as srv
+
+    if parser == "httptools":
+        pytest.importorskip("httptools")
+    else:
+        monkeypatch.setattr(srv, "http_protocol", _h11_bases)
+    with _serving(tmp_path, WebhookSettings(max_header_bytes=8 << 10, keep_alive_s=1)) as hook:
+        pod = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+        review = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                             "request": {"uid": "u-1", "operation": "CREATE", "object": pod}}).encode()
+        status, body = hook.post(review)
+        assert status == 200 and body["response"] == {"uid": "u-1", "allowed": True}
+        c = hook.conn()
+        c.putrequest("POST", "/validate")
+        for i in range(160):  # the same review behind 64 KiB of headers
+            c.putheader(f"x-filler-{i}", "y" * 400)
+        c.putheader("Content-Length", str(len(review)))
+        try:
+            c.endheaders(review)
+            status = c.getresponse().status
+        except (OSError, http.client.HTTPException):
+            status = None  # closed while it was sent or before an answer: refused too
+        assert status in (None, 400, 431)
+        assert hook.get("/healthz")[0] == 200  # the webhook goes on serving
