@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.client
 import json
 import multiprocessing as mp
 import os
+import queue
 import socket
 import ssl
 import statistics
@@ -146,10 +148,11 @@ async def _load(port: int, cafile: str, rate: float | None, seconds: float, conn
         try:
             status, raw = await asyncio.wait_for(_exchange(conn, body), 10)
             ok = _as_expected(status, raw, expect)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ssl.SSLError, ValueError):
-            ok = False
+        except Exception:  # any exchange that fails is a counted error (asyncio raises AttributeError for a write
+            ok = False     # on a TLS connection the peer has closed)
             conn[1].close()
-            conn = await _connect(port, ctx)
+            with contextlib.suppress(OSError, asyncio.TimeoutError, ssl.SSLError):  # else the webhook is gone: the
+                conn = await _connect(port, ctx)  # next review on this connection fails too, and is counted
         last[0] = loop.time()
         lat.append(last[0] - t0)
         errors[0] += not ok
@@ -203,8 +206,16 @@ def _phase(server: subprocess.Popen, port: int, cafile: str, rate: float | None,
     p = mp.Process(target=_client, args=(port, cafile, rate, seconds, conns, distinct, salt, q))
     user0, sys0 = _cpu_s(server.pid)
     p.start()
-    out = q.get(timeout=seconds + 120)
-    p.join()
+    deadline = time.monotonic() + seconds + 120
+    out = None
+    while out is None and time.monotonic() < deadline and (p.is_alive() or not q.empty()):
+        with contextlib.suppress(queue.Empty):
+            out = q.get(timeout=1)
+    p.join(5)
+    if out is None:  # the generator died (it prints why) or hung: nothing was measured
+        p.kill()
+        return {"lat": [], "errors": 0, "elapsed": 0.0, "client_cpu": 0.0, "server_cpu": 0.0, "server_user": 0.0,
+                "server_sys": 0.0, "load": os.getloadavg()[0]}
     user1, sys1 = _cpu_s(server.pid)
     out["server_user"], out["server_sys"] = user1 - user0, sys1 - sys0
     out["server_cpu"] = out["server_user"] + out["server_sys"]
@@ -212,24 +223,24 @@ def _phase(server: subprocess.Popen, port: int, cafile: str, rate: float | None,
     return out
 
 
-def _start(port: int, cert: Path, key: Path) -> subprocess.Popen | None:
-    """The webhook with its defaults; None when it did not become ready."""
+def _start(port: int, cert: Path, key: Path) -> tuple[subprocess.Popen, bool]:
+    """The webhook with its defaults, and whether it became ready (its /readyz answered 200 within 60 s)."""
     server = subprocess.Popen([sys.executable, "-m", "configurator.cli.main", "webhook", "--host", "127.0.0.1",
                                "--port", str(port), "--tls-cert-file", str(cert), "--tls-private-key-file", str(key)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ctx = ssl.create_default_context(cafile=str(cert))
     for _ in range(300):
         if server.poll() is not None:
-            return server
+            return server, False
         try:
             c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=2)
             c.request("GET", "/readyz")
             if c.getresponse().status == 200:
-                return server
+                return server, True
         except OSError:
             pass
         time.sleep(0.2)
-    return server
+    return server, False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,10 +262,9 @@ def main(argv: list[str] | None = None) -> int:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         load0 = os.getloadavg()[0]
-        server = _start(port, cert, key)
+        server, ready = _start(port, cert, key)
         try:
-            if server.poll() is not None or server.returncode is not None:
-                # a webhook that crashed or never answered is a failure, not a fast run
+            if not ready:  # a webhook that crashed or never answered is a failure, not a fast run
                 print(f"FAILED: the webhook did not become ready (exit code {server.poll()})")
                 return 1
             fixed = _phase(server, port, str(cert), a.rate, a.seconds, a.connections, a.distinct, "r")

@@ -29,6 +29,7 @@ from configurator.admission.shape import (
     CONTAINER_KEYS,
     MAX_COMMAND_CHARS,
     MAX_CONTAINERS,
+    Shape,
     ShapeError,
     inspect,
     object_problems,
@@ -229,13 +230,15 @@ class VerdictCache:
 
 
 def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFailure = "deny",
-           on_shape: Any = None, cache: VerdictCache | None = None, key: bytes | None = None) -> Verdict:
+           on_shape: Any = None, cache: VerdictCache | None = None, key: bytes | None = None,
+           shape: Shape | None = None) -> Verdict:
     """One object, checked at the boundary, then evaluated as `check` evaluates it (same discovery, same
     model lookup, same findings), on what decides its verdict (`decisive`). `on_shape(shape)` is told what the
-    boundary walk found before the evaluation starts; `cache` holds verdicts by `verdict_key` (`key`, when the
-    caller has computed it). A cached verdict is answered before the walk: it was given to an object whose
-    deciding part was the same, which passed the walk; what the walk would see besides (status, the metadata
-    the API server sets) decides nothing and is never evaluated."""
+    boundary walk found before the evaluation starts (`shape`: the walk, when the caller has made it); `cache`
+    holds verdicts by `verdict_key` (`key`, when the caller has computed it). A cached verdict is answered
+    before the walk: it was given to an object whose deciding part was the same, which passed the walk; what
+    the walk would see besides (status, the metadata the API server sets) decides nothing and is never
+    evaluated."""
     if obj is None:
         return Verdict(True, ())
     if not isinstance(obj, dict):
@@ -244,7 +247,7 @@ def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFa
         key = key or verdict_key(obj, on_error)
         if key is not None and (hit := cache.get(key)) is not None:
             return hit
-    shape = inspect(obj)
+    shape = shape or inspect(obj)
     if on_shape is not None:
         on_shape(shape)
     problems = shape.problems or object_problems(obj)

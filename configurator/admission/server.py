@@ -204,9 +204,11 @@ class _Progress:
 
     request: Request | None = None
     mentions_vllm: bool | None = None  # None until the boundary walk has finished
+    shape: Any = None  # the boundary walk, when the event loop made it
 
     def seen(self, shape: Any) -> None:
         self.mentions_vllm = shape.mentions_vllm
+        self.shape = shape
 
 
 class WebhookApp:
@@ -256,12 +258,12 @@ class WebhookApp:
         await self._validate(scope, receive, send)
 
     def _work(self, body: bytes | None, progress: _Progress, key: bytes | None = None) -> Verdict:
-        """In a worker thread: parse (unless the event loop did), check at the boundary, evaluate."""
+        """In a worker thread: parse and check at the boundary (unless the event loop did), evaluate."""
         if progress.request is None:
             progress.request = parse_request(loads(body or b""))
         req = progress.request
         return assess(req.object, self.s.options, self.s.on_error, self.s.on_failure, on_shape=progress.seen,
-                      cache=self.cache, key=key)
+                      cache=self.cache, key=key, shape=progress.shape)
 
     async def _validate(self, scope: dict, receive: Any, send: Any) -> None:
         """POST /validate: the body read within its bounds, then reviewed (`_review`)."""
