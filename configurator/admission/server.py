@@ -38,6 +38,7 @@ What holds it up under hostile or heavy traffic:
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -236,6 +237,9 @@ class WebhookApp:
                 msg = await receive()
                 if msg["type"] == "lifespan.startup":
                     await asyncio.to_thread(self.warm_up)
+                    # what warm-up loaded (catalogs, profiles, ~40,000 objects) lives as long as the process: out
+                    # of the collector's sight, a full collection no longer walks it (13-20 ms, a p99 spike)
+                    gc.freeze()
                     await send({"type": "lifespan.startup.complete"})
                 elif msg["type"] == "lifespan.shutdown":
                     for lane in self.lanes:
