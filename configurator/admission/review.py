@@ -9,14 +9,17 @@ containers, an internal error, a timeout) is never allowed silently: for an obje
 vLLM server the failure policy decides (deny, the default, or allow with a warning saying it was not
 checked). Models are looked up as `check` looks them up (configurator.model.resolver: the operator's
 folders, the catalog, the Hugging Face cache, derivatives): no file a pod spec names is ever opened.
-Verdicts are cached by a hash of what decides them (`verdict_key`), so a burst of the same pod
-template (a rollout, a batch of Jobs) is evaluated once.
+Verdicts are cached by a hash of what decides them (`verdict_key` over `decisive`: the object without its
+status, the metadata the API server sets per object, and a name it generated from generateName), and that
+is also what is evaluated, so a burst of the same pod template (a rollout, a batch of Jobs) is evaluated
+once and a cached verdict is always the one the object would get afresh.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ from configurator.admission.shape import (
     CONTAINER_KEYS,
     MAX_COMMAND_CHARS,
     MAX_CONTAINERS,
+    Shape,
     ShapeError,
     inspect,
     object_problems,
@@ -160,17 +164,42 @@ _POD_FORMATS = ("workloads", "kserve", "leaderworkerset")  # their servers are f
 # metadata that never changes a verdict: set by the API server or a controller per object
 _VOLATILE_METADATA = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "ownerReferences",
                       "generation", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds")
+# The name the API server makes from metadata.generateName (every pod of a ReplicaSet or a Job): the prefix and
+# five characters of this alphabet (k8s.io/apiserver/pkg/storage/names/generate.go, randomLength = 5;
+# k8s.io/apimachinery/pkg/util/rand/rand.go, alphanums). Validating webhooks see it filled in.
+_GENERATED_SUFFIX = re.compile(r"[bcdfghjklmnpqrstvwxz2456789]{5}")
 
 
-def verdict_key(obj: dict, on_error: str) -> str:
-    """A hash of what decides an object's verdict: the object without its status and without the metadata
-    the API server or a controller sets per object (uid, ownerReferences, managedFields, ...)."""
-    meta = obj.get("metadata")
+def decisive(obj: dict) -> dict:
+    """What decides an object's verdict, and what the webhook evaluates: the object without its status, without
+    the metadata the API server or a controller sets per object (uid, ownerReferences, managedFields, ...), and
+    without a name the API server generated from generateName (the object as its manifest was written). A
+    shallow copy: the maps below metadata are the object's own."""
     slim = {k: v for k, v in obj.items() if k != "status"}
+    meta = obj.get("metadata")
     if isinstance(meta, dict):
-        slim["metadata"] = {k: v for k, v in meta.items() if k not in _VOLATILE_METADATA}
-    text = json.dumps(slim, sort_keys=True, separators=(",", ":"), default=repr)
-    return hashlib.blake2b(f"{on_error}\0{text}".encode(), digest_size=16).hexdigest()
+        meta = {k: v for k, v in meta.items() if k not in _VOLATILE_METADATA}
+        name, prefix = meta.get("name"), meta.get("generateName")
+        if isinstance(name, str) and isinstance(prefix, str) and prefix and name.startswith(prefix) and \
+                _GENERATED_SUFFIX.fullmatch(name, len(prefix)):
+            del meta["name"]
+        slim["metadata"] = meta
+    return slim
+
+
+def _unkeyed(value: Any) -> Any:
+    raise TypeError("not keyed")  # an out-of-range number: such an object is never cached
+
+
+def verdict_key(obj: dict, on_error: str) -> bytes | None:
+    """A hash of what decides an object's verdict (`decisive`) and of the error policy; None for an object that
+    is not cached (one holding an out-of-range number, or nested too deeply to serialise). Keys are not sorted:
+    the API server writes an object's fields in one order, and the same fields in another order only miss."""
+    try:
+        text = json.dumps(decisive(obj), separators=(",", ":"), default=_unkeyed)
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return hashlib.blake2b(f"{on_error}\0{text}".encode(), digest_size=16).digest()
 
 
 class VerdictCache:
@@ -201,15 +230,24 @@ class VerdictCache:
 
 
 def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFailure = "deny",
-           on_shape: Any = None, cache: VerdictCache | None = None) -> Verdict:
+           on_shape: Any = None, cache: VerdictCache | None = None, key: bytes | None = None,
+           shape: Shape | None = None) -> Verdict:
     """One object, checked at the boundary, then evaluated as `check` evaluates it (same discovery, same
-    model lookup, same findings). `on_shape(shape)` is told what the boundary walk found before the
-    evaluation starts; `cache` holds verdicts by `verdict_key`."""
+    model lookup, same findings), on what decides its verdict (`decisive`). `on_shape(shape)` is told what the
+    boundary walk found before the evaluation starts (`shape`: the walk, when the caller has made it); `cache`
+    holds verdicts by `verdict_key` (`key`, when the caller has computed it). A cached verdict is answered
+    before the walk: it was given to an object whose deciding part was the same, which passed the walk; what
+    the walk would see besides (status, the metadata the API server sets) decides nothing and is never
+    evaluated."""
     if obj is None:
         return Verdict(True, ())
     if not isinstance(obj, dict):
         return failure_verdict("the object is not a map", on_failure, code=400, vllm=None)
-    shape = inspect(obj)
+    if cache is not None:
+        key = key or verdict_key(obj, on_error)
+        if key is not None and (hit := cache.get(key)) is not None:
+            return hit
+    shape = shape or inspect(obj)
     if on_shape is not None:
         on_shape(shape)
     problems = shape.problems or object_problems(obj)
@@ -224,21 +262,44 @@ def assess(obj: Any, opts: Options, on_error: OnError = "deny", on_failure: OnFa
     if shape.command_chars > MAX_COMMAND_CHARS:
         return failure_verdict(f"a container's command line is {shape.command_chars:,} characters, more than the "
                                f"{MAX_COMMAND_CHARS:,} evaluated", on_failure, code=413, vllm=serves)
-    key = verdict_key(obj, on_error) if cache is not None else ""
-    if cache is not None and (hit := cache.get(key)) is not None:
-        return hit
-    _dedupe_containers(obj)
     try:
-        v = verdict_for(obj, opts, on_error)
+        slim = decisive(obj)
+        v = Verdict(True, ()) if shape.mentions_vllm is False and _silent(slim, opts) else \
+            _evaluate(slim, opts, on_error)
     except ShapeError as e:
         return failure_verdict(str(e), on_failure, code=400, vllm=serves)
     except RecursionError:
         return failure_verdict("the object is nested too deeply to evaluate", on_failure, code=400, vllm=serves)
     except Exception as e:  # a fault behind the boundary: reported with its type, never allowed silently
         return failure_verdict(f"internal error: {type(e).__name__}", on_failure, code=500, vllm=serves)
-    if cache is not None:
+    if cache is not None and key is not None:
         cache.put(key, v)
     return v
+
+
+def _document(obj: dict) -> Document:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return Document(file=f"{obj.get('kind', 'object')}/{meta.get('name', '')}", index=0, data=obj, positions={})
+
+
+def _silent(obj: dict, opts: Options) -> bool:
+    """The fast path for an object that names no vLLM (no key or string mentions it): whether `check`'s discovery
+    alone finds neither a server in it nor anything it cannot read. Then `evaluate` says nothing of it either:
+    its findings are those of the servers and of the objects discovery could not read (and of files that
+    mention vLLM, which this one does not), so the rules, the model lookup and the report are skipped.
+    tests/admission/test_cache.py holds the two to the same verdict on every such object of the corpus."""
+    from configurator.lint.find import extract_all
+
+    try:
+        servers, unread = extract_all([_document(obj)], opts.vllm_version)
+    except Exception:  # evaluate fails closed on it, and says why
+        return False
+    return not servers and not unread
+
+
+def _evaluate(obj: dict, opts: Options, on_error: OnError) -> Verdict:
+    _dedupe_containers(obj)
+    return verdict_for(obj, opts, on_error)
 
 
 def verdict_for(obj: dict | None, opts: Options, on_error: OnError = "deny") -> Verdict:
@@ -246,9 +307,7 @@ def verdict_for(obj: dict | None, opts: Options, on_error: OnError = "deny") -> 
     checks: see `assess`)."""
     if obj is None:
         return Verdict(True, ())
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    doc = Document(file=f"{obj.get('kind', 'object')}/{meta.get('name', '')}", index=0, data=obj, positions={})
-    report: CheckReport = evaluate([doc], [], opts)
+    report: CheckReport = evaluate([_document(obj)], [], opts)
     return verdict_from_findings(report.findings, on_error, checked=bool(report.servers))
 
 

@@ -3,6 +3,7 @@ the header deadline, certificate rotation and a clean stop."""
 
 import contextlib
 import hashlib
+import http.client
 import json
 import socket
 import ssl
@@ -118,3 +119,93 @@ def test_a_client_over_its_share_is_refused_before_the_handshake(tmp_path):
         tls.close()
         for s in held:
             s.close()
+
+
+def _h11_bases():
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    return (H11Protocol,)
+
+
+@pytest.mark.parametrize("parser", ["httptools", "h11"])
+def test_either_http_parser_answers_and_caps_a_request_head(tmp_path, monkeypatch, parser):
+    """httptools when installed (the webhook extra installs it), h11 without it: both answer reviews, and both
+    refuse a request whose head is over max_header_bytes without passing it to the app."""
+    from configurator.admission import server as srv
+
+    if parser == "httptools":
+        pytest.importorskip("httptools")
+    else:
+        monkeypatch.setattr(srv, "http_protocol", _h11_bases)
+    with _serving(tmp_path, WebhookSettings(max_header_bytes=8 << 10, keep_alive_s=1)) as hook:
+        pod = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+        review = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                             "request": {"uid": "u-1", "operation": "CREATE", "object": pod}}).encode()
+        status, body = hook.post(review)
+        assert status == 200 and body["response"] == {"uid": "u-1", "allowed": True}
+        c = hook.conn()
+        c.putrequest("POST", "/validate")
+        for i in range(160):  # the same review behind 64 KiB of headers
+            c.putheader(f"x-filler-{i}", "y" * 400)
+        c.putheader("Content-Length", str(len(review)))
+        try:
+            c.endheaders(review)
+            status = c.getresponse().status
+        except (OSError, http.client.HTTPException):
+            status = None  # closed while it was sent or before an answer: refused too
+        assert status in (None, 400, 431)
+        assert hook.get("/healthz")[0] == 200  # the webhook goes on serving
+
+
+def test_a_response_leaves_in_one_write_and_close_sends_what_is_pending():
+    """uvicorn writes a response's head and body apart; _OneWrite joins the writes of one loop turn, so over TLS
+    an answer is one record and one send; close() and abort() never lose or reorder what was written."""
+    import asyncio
+
+    from configurator.admission.server import _OneWrite
+
+    class Transport:
+        def __init__(self):
+            self.writes, self.closed, self.aborted = [], False, False
+
+        def write(self, data):
+            self.writes.append(data)
+
+        def is_closing(self):
+            return self.closed or self.aborted
+
+        def close(self):
+            self.closed = True
+
+        def abort(self):
+            self.aborted = True
+
+        def get_extra_info(self, name):
+            return ("127.0.0.1", 1) if name == "peername" else None
+
+        def get_write_buffer_size(self):
+            return 0
+
+    async def go():
+        t = Transport()
+        w = _OneWrite(t, asyncio.get_running_loop())
+        w.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        w.write(b"")
+        w.write(b'{"a": 1}')
+        assert t.writes == [] and w.get_write_buffer_size() == len(b"HTTP/1.1 200 OK\r\n\r\n{\"a\": 1}")
+        await asyncio.sleep(0)
+        assert t.writes == [b'HTTP/1.1 200 OK\r\n\r\n{"a": 1}']
+        w.write(b"last")
+        w.close()  # what is pending goes before the close
+        assert t.writes[-1] == b"last" and t.closed
+        await asyncio.sleep(0)
+        assert len(t.writes) == 2
+        t2 = Transport()
+        w2 = _OneWrite(t2, asyncio.get_running_loop())
+        w2.write(b"dropped")
+        w2.abort()
+        await asyncio.sleep(0)
+        assert t2.writes == [] and t2.aborted
+        assert w2.get_extra_info("peername") == ("127.0.0.1", 1)  # everything else is the transport's own
+
+    asyncio.run(go())
