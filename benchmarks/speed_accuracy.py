@@ -235,10 +235,12 @@ def main(argv: list[str] | None = None) -> int:
            + ("**Met.**" if not missed else "**Missed**: " + ", ".join(f"{c} {m} {v:.1%}" for c, m, _, v in missed)),
            "", *cv_lines, "", *test_lines, "",
            "Expectation on published results not in this set: about the cross-validated figures for decode-bound "
-           "runs (concurrency-limited, short prompts) on GPUs in this set; worse for prefill-heavy runs (long "
-           "prompts at rate inf), MoE kernels without tuned configs, and GPU classes with few points "
-           "(Ada, Blackwell), where the 90th percentile column is the better guide. TTFT is reported but not "
-           "claimed: at rate inf it is mostly queueing, which depends on the client more than on the GPU.", "",
+           "runs (concurrency-limited, short prompts) on GPUs in this set; worse for bursts of about a thousand "
+           "prompts admitted at once (Hopper's default max_num_seqs is 1024: TPOT there is underestimated), "
+           "prefill-heavy runs (long prompts at rate inf), attention kinds the set lacks (MLA), and GPU classes "
+           "with few points (Ada, Blackwell), where the 90th percentile column is the better guide; the test "
+           "split above is such a set. TTFT is reported but not claimed: at rate inf it is mostly queueing, "
+           "which depends on the client more than on the GPU.", "",
            "## Points (cross-validated predictions; test split with the full fit)", "",
            "| split | source | model | GPU | layout | workload | tok/s meas / pred | TPOT ms meas / pred |",
            "| --- | --- | --- | --- | --- | --- | --- | --- |"]

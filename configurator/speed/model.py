@@ -12,6 +12,9 @@ o_proj / down_proj: vllm/model_executor/layers/linear.py), each a fixed latency 
 t0 is a fixed per-step cost (kernel launches outside the CUDA graph, the engine loop) and t_seq one per running
 sequence (scheduling, sampling and detokenizing it on the host), and each layer (MoE layers more) a fixed
 kernel latency, so t_step also has `+ t0 + t_seq x decodes + t_layer x layers + t_moe_layer x MoE layers`.
+The elementwise kernels between the GEMMs (residual-add + RMSNorm, the MLP's activation, and the routed experts'
+gather of each (token, expert) pair's hidden state and weighted sum of their outputs) move activations that the
+GEMMs do not hide: `+ activation bytes / BW`, which grows with tokens x top_k x hidden x MoE layers.
 
 A request of L prompt tokens and O output tokens, with C requests in flight (the client's concurrency, capped
 by max_num_seqs and by the KV cache's tokens, which hold L + O/2 tokens per request on average):
@@ -120,6 +123,12 @@ def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: fl
     dense_flops = 2.0 * (g.active_params - g.expert_active_params) * tokens / flops
     moe_flops = 2.0 * g.expert_active_params * tokens / (flops * p.eta_moe)
     gemm = max(w_bytes / bw, dense_flops + moe_flops)
+    # activations the elementwise kernels between the GEMMs move, not overlapped with them: the two fused
+    # residual-add + RMSNorm kernels of every layer read the hidden state and the residual and write both
+    # (fused_add_rms_norm, vllm/model_executor/layers/layernorm.py), the MLP's activation, and the routed
+    # (token, expert) pairs' (Geometry.act_bytes_pair; with EP a rank takes its experts' share of the pairs)
+    pairs = moe_tokens * g.top_k / (lay.tp * lay.dp if lay.ep else 1) if g.num_experts else 0.0
+    act = tokens * (8 * g.hidden * 2 * g.layers + g.act_bytes_token) + pairs * g.act_bytes_pair
     kv_bytes = decodes * g.kv_read_bytes(ctx)
     attn_f = 4.0 * g.attn_width * (decodes * per_dec * ctx + prefill * prefill_ctx)
     attn = max(kv_bytes / bw, attn_f / attn_flops_rate)
@@ -130,7 +139,8 @@ def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: fl
     if lay.ep and lay.dp > 1:  # dispatch + combine all-to-all of each token's hidden state per MoE layer
         vol = tokens * g.hidden * 2 * 2
         comm += 2 * g.layers * (ALLREDUCE_LATENCY[gpu.nvlink] + vol / (gpu.link_gbs * 1e9))
-    t = p.t0 + p.t_seq * decodes + p.t_layer * g.layers + p.t_moe_layer * g.moe_layers + gemm + attn + comm
+    t = (p.t0 + p.t_seq * decodes + p.t_layer * g.layers + p.t_moe_layer * g.moe_layers + gemm + act / bw + attn
+         + comm)
     if w_bytes / bw >= dense_flops + moe_flops:
         bound = "memory-bandwidth (KV cache)" if kv_bytes > w_bytes else "memory-bandwidth (weights)"
     else:
