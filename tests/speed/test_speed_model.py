@@ -93,6 +93,20 @@ def test_activation_traffic_slows_a_large_moe_batch_not_a_single_token():
         assert lo <= with_act / without <= hi, (decodes, with_act / without)
 
 
+def test_a_step_larger_than_a_cuda_graph_pays_each_layers_launches():
+    """vLLM captures CUDA graphs up to min(2 x max_num_seqs, 512) tokens: one token more and every layer's kernels
+    are launched one by one (t_eager_layer x layers), one token fewer and they are not."""
+    from configurator.speed.model import Layout, Params, step_time
+
+    g = geometry(resolve_model("Qwen/Qwen3-8B", allow_hub=False))
+    gpu, p = gpu_speed("h100-80gb"), Params(t_eager_layer=100e-6)
+    t = {n: step_time(g, gpu, Layout(), p, decodes=n, ctx=512)[0] for n in (511, 512, 513)}
+    assert t[513] - t[512] == pytest.approx(g.layers * 100e-6, rel=0.05)
+    assert t[512] - t[511] < 0.1 * g.layers * 100e-6
+    small = step_time(g, gpu, Layout(), p, decodes=300, ctx=512, graph_max=256)[0]  # max_num_seqs 128
+    assert small > step_time(g, gpu, Layout(), p, decodes=300, ctx=512)[0] + 0.9 * g.layers * 100e-6
+
+
 def test_tensor_parallel_shortens_the_token_on_nvlink():
     one = _est(model="Qwen/Qwen3-32B")
     two = _est(model="Qwen/Qwen3-32B", tp=2)
