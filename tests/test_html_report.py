@@ -12,19 +12,19 @@ import os
 import re
 import shutil
 import subprocess
-from html import unescape
 from pathlib import Path
 
 import pytest
 
 from configurator.errors import InputError
-from configurator.report.html import gib, render_html
+from configurator.report.html import render_html
 from configurator.speed import Workload, speed_for_estimate
 from tests.conftest import ROOT
+from tests.html_support import assert_figures, number, page_text
+from tests.test_html_cli import CHECK_PATHS, PLANS, json_and_html
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (apt-get install chromium)")
-REAL = ROOT / "tests" / "corpus" / "real"
 
 
 def _chromium(page: Path, *args: str) -> subprocess.CompletedProcess:
@@ -52,8 +52,7 @@ def open_in_chromium(html: str, tmp_path: Path, name: str) -> str:
     if keep:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(keep) / shot.name)
-    text = unescape(re.sub(r"<[^>]+>", " ", dom.stdout))
-    return re.sub(r"\s+", " ", text)
+    return page_text(dom.stdout)
 
 
 @needs_chromium
@@ -65,36 +64,22 @@ def test_the_console_check_catches_a_console_message(tmp_path):
 
 
 @needs_chromium
-def test_estimate_page_holds_its_figures(tmp_path, estimate_json):
-    code, d = estimate_json("--gpu", "h100-80gb", "--", "vllm", "serve", "Qwen/Qwen3-32B", "--max-model-len", "16384")
+def test_estimate_page_holds_its_figures(tmp_path, run_cli):
+    args = ("estimate", "--gpu", "h100-80gb", "--", "vllm", "serve", "Qwen/Qwen3-32B", "--max-model-len", "16384")
+    d, page, code = json_and_html(run_cli, *args)
     assert code == 0
-    text = open_in_chromium(render_html("estimate", d), tmp_path, "estimate-qwen3-32b-h100")
-    assert gib(d["memory"]["kv_cache_bytes"]) in text
-    assert gib(d["memory"]["weights_bytes"]) in text
-    assert f"{d['kv_cache']['max_concurrency']:,.2f}".rstrip("0").rstrip(".") in text
-    assert f"{d['kv_cache']['tokens']:,}" in text
-    assert f"KV band {gib(d['kv_cache_bytes_low'])} to {gib(d['kv_cache_bytes_high'])}" in text
+    assert_figures("estimate", d, open_in_chromium(page, tmp_path, "estimate-qwen3-32b-h100"))
 
 
 @needs_chromium
-@pytest.mark.parametrize(("workload", "model", "gpu"), [
-    ("chat", "Qwen/Qwen3-8B", "l4"),
-    ("rag", "meta-llama/Llama-3.1-8B-Instruct", "a100-80gb"),
-    ("long-context", "meta-llama/Llama-3.1-8B-Instruct", "h100-80gb"),
-])
-def test_plan_pages_for_three_workloads(tmp_path, run_cli, workload, model, gpu):
-    res = run_cli("plan", "--model", model, "--gpu", gpu, "--workload", workload, "--format", "json")
-    assert res.exit_code in (0, 1), res.output
-    d = json.loads(res.stdout)
-    text = open_in_chromium(render_html("plan", d), tmp_path, f"plan-{workload}")
-    est = d["estimate"]
-    assert gib(est["memory"]["kv_cache_bytes"]) in text
-    assert f"{d['carried_concurrency']:,}" in text
-    assert d["serve_command"] in text
-    dtypes = {alt["kv_cache_dtype"] for alt in d["alternatives"]} | {est["kv_cache"]["dtype"]}
-    curves = set(re.findall(r"KV (\S+) \([\d,]+ B/token\)", text))
-    # every KV dtype the plan weighed has its curve (`auto` is the model dtype's: one curve for both)
-    assert curves and curves <= dtypes and dtypes - curves <= {"auto"}
+@pytest.mark.parametrize("workload", sorted(PLANS))
+def test_plan_pages_for_three_workloads(tmp_path, run_cli, workload):
+    """`plan --format html` for three workloads: each page loads clean, is screenshot, and its rendered text
+    holds the figures of `plan --format json`."""
+    model, gpu = PLANS[workload]
+    d, page, code = json_and_html(run_cli, "plan", "--model", model, "--gpu", gpu, "--workload", workload)
+    assert code in (0, 1)
+    assert_figures("plan", d, open_in_chromium(page, tmp_path, f"plan-{workload}"))
 
 
 @needs_chromium
@@ -107,20 +92,15 @@ def test_plan_page_draws_speed_alternatives(tmp_path, run_cli):
     fewer = Workload(input_len=wl.input_len, output_len=wl.output_len, concurrency=max(1, wl.concurrency // 4))
     d["alternatives"][0]["speed"] = speed_for_estimate(d["estimate"], fewer)
     text = open_in_chromium(render_html("plan", d), tmp_path, "plan-speed")
-    assert "Latency against throughput" in text
-    assert f"{d['speed']['tpot_ms']:,.2f}".rstrip("0").rstrip(".") in text
+    assert_figures("plan", d, text)
+    assert number(d["alternatives"][0]["speed"]["tpot_ms"]) in text
 
 
 @needs_chromium
 def test_check_page_lists_every_server_with_its_verdict(tmp_path, run_cli):
-    res = run_cli("check", "--format", "json", str(REAL / "substratusai-kubeai"), str(REAL / "awslabs-ai-on-eks"))
-    d = json.loads(res.stdout)
-    assert len(d["servers"]) >= 5
-    text = open_in_chromium(render_html("check", d), tmp_path, "check-real")
-    for s in d["servers"]:
-        assert s["verdict"] in text and s["model"] in text
-        if s["kv_cache_bytes"]:
-            assert gib(s["kv_cache_bytes"]) in text
+    d, page, code = json_and_html(run_cli, "check", *CHECK_PATHS)
+    assert code == (1 if d["summary"]["errors"] else 0) and len(d["servers"]) >= 5
+    assert_figures("check", d, open_in_chromium(page, tmp_path, "check-real"))
 
 
 def test_pages_are_self_contained():

@@ -147,8 +147,9 @@ def review_cmd(config_path, gpu, on_error, on_failure) -> None:
 @click.option("--config", "config_path", default=None,
               help="The same config file as `check` (default: the nearest .vllm-configurator.yaml or .yml).")
 @click.option("--gpu", default=None, help="GPU assumed when neither the workload nor its nodes say.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github", "junit"]), default="text",
-              show_default=True, help="Report format, as for `check`: text, json, sarif, github or junit.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github", "junit", "html"]),
+              default="text", show_default=True,
+              help="Report format, as for `check`: text, json, sarif, github, junit or html.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the report to FILE instead of standard output (never over an existing file).")
 @click.option("--strict", is_flag=True, help="Warnings fail the run too.")
@@ -157,7 +158,7 @@ def review_cmd(config_path, gpu, on_error, on_failure) -> None:
 def audit_cmd(context, namespace, in_cluster, config_path, gpu, fmt, output, strict, deadline) -> None:
     """Check the workloads of a live cluster, the GPU type read from their nodes' labels.
 
-    The formats of `check` (text, json, sarif, github, junit) and its exit codes.
+    The formats of `check` (text, json, sarif, github, junit, html) and its exit codes.
     """
     from configurator.admission.audit import audit
     from configurator.cli.check import finish

@@ -13,7 +13,7 @@ from configurator.cli.common import complete_gpu, release_range
 from configurator.errors import ExitCode, InputError
 from configurator.lint.run import _fewer_collections, options_from_config  # noqa: F401 (their old home)
 
-FORMAT_NAMES = ("text", "json", "sarif", "github", "junit")
+FORMAT_NAMES = ("text", "json", "sarif", "github", "junit", "html")
 # `kubectl vllm-check` runs kubectl-vllm_check (kubectl's plugin naming: a dash of the command is an underscore
 # of the file). The pip console script of that name sets argv[0] to the command the user typed; the krew shell
 # launcher (plugins/kubectl-vllm_check) runs `vllm-configurator check` with PROG_NAME_ENV set to it.
@@ -83,7 +83,8 @@ def _pairs(formats: Sequence[str], outputs: Sequence[str]) -> list[tuple[str, st
 @click.option("--config", "config_path", default=None,
               help="Config file (default: the nearest .vllm-configurator.yaml or .yml from the first path up).")
 @click.option("--format", "formats", type=click.Choice(FORMAT_NAMES), multiple=True,
-              help="text (default), json, sarif, github or junit; repeat with --output to write several.")
+              help="text (default), json, sarif, github, junit or html (one self-contained page); repeat with "
+                   "--output to write several.")
 @click.option("-o", "--output", "outputs", multiple=True,
               help="Write the report of the matching --format to FILE ('-': standard output).")
 @click.option("--force", is_flag=True, help="Replace existing --output files.")

@@ -250,7 +250,14 @@ def _junit_line(f: Finding) -> str:
     return _xml(f"{f.file}:{f.line}:{f.column}: {f.severity} {f.rule}: {f.message}{fix}")
 
 
+def render_html(report: CheckReport, stream: IO[str]) -> None:
+    """One self-contained page (configurator/report/html.py) from the report's JSON."""
+    from configurator.report.html import render_html as page
+
+    stream.write(page("check", json.loads(report.model_dump_json())))
+
+
 FORMATS: dict[str, Callable[[CheckReport, IO[str]], None]] = {
     "text": render_text, "json": render_json, "sarif": render_sarif, "github": render_github,
-    "junit": render_junit,
+    "junit": render_junit, "html": render_html,
 }

@@ -375,6 +375,46 @@ def _plan_page(d: dict) -> str:
     return _page("vLLM deployment plan", sub, body)
 
 
+def _gpu_total(name: Any) -> float | None:
+    """The CUDA-visible memory of a catalog GPU (a data look-up, for the bar's scale); None when not in it."""
+    from configurator.errors import ConfiguratorError
+    from configurator.hardware.catalog import find_gpu
+
+    if not isinstance(name, str) or not name:
+        return None
+    try:
+        return float(find_gpu(name).total_bytes)
+    except (ConfiguratorError, ValueError):
+        return None
+
+
+def _band(s: dict) -> str:
+    lo, hi = _num(s.get("kv_cache_bytes_low")), _num(s.get("kv_cache_bytes_high"))
+    return f"<br><small>band {gib(lo)} to {gib(hi)}</small>" if lo is not None and hi is not None else ""
+
+
+def server_bar(s: dict) -> str:
+    """One server's KV cache per GPU as a bar over its GPU's memory, with the KV band as a whisker; '' where
+    the server's KV cache or GPU is not known."""
+    kv, total = _num(s.get("kv_cache_bytes")), _gpu_total(s.get("gpu"))
+    if kv is None or not total:
+        return ""
+    w, h, x0 = 220, 18, 2
+    scale = (w - 2 * x0) / total
+    colour = VERDICT_COLOURS.get(str(s.get("verdict")), "#55a868")
+    out = [f'<svg role="img" aria-label="KV cache per GPU" width="{w}" height="{h + 8}" viewBox="0 0 {w} {h + 8}">',
+           f'<rect x="{x0}" y="2" width="{w - 2 * x0}" height="{h}" fill="#eee" stroke="#999"/>',
+           f'<rect x="{x0}" y="2" width="{max(kv * scale, 0.5):.1f}" height="{h}" fill="{colour}">'
+           f"<title>KV cache {gib(kv)} of {gib(total)}</title></rect>"]
+    lo, hi = _num(s.get("kv_cache_bytes_low")), _num(s.get("kv_cache_bytes_high"))
+    if lo is not None and hi is not None:
+        a, b, y = x0 + max(lo, 0.0) * scale, x0 + min(hi, total) * scale, 2 + h / 2
+        out.append(f'<line x1="{a:.1f}" y1="{y}" x2="{b:.1f}" y2="{y}" stroke="#000"/>'
+                   f'<line x1="{a:.1f}" y1="{y - 5}" x2="{a:.1f}" y2="{y + 5}" stroke="#000"/>'
+                   f'<line x1="{b:.1f}" y1="{y - 5}" x2="{b:.1f}" y2="{y + 5}" stroke="#000"/>')
+    return "".join(out) + "</svg>"
+
+
 def _check_page(d: dict) -> str:
     summary = d.get("summary") or {}
     findings = d.get("findings") or []
@@ -392,12 +432,13 @@ def _check_page(d: dict) -> str:
                     f"<td>{escape(str(o.get('kind')))}/{escape(str(o.get('name')))}</td>"
                     f"<td>{escape(str(s.get('model') or '-'))}</td><td>{gpu}</td>"
                     f"<td>{escape(str(s.get('vllm_version') or '-'))}</td><td>{_pill(str(s.get('verdict') or ''))}</td>"
-                    f"<td class=num>{gib(s.get('kv_cache_bytes'))}</td>"
+                    f"<td class=num>{gib(s.get('kv_cache_bytes'))}{_band(s)}{server_bar(s)}</td>"
                     f"<td class=num>{_e(s.get('max_concurrency'))}</td>"
                     f"<td>{worst or '-'}</td></tr>")
     counts = ", ".join(f"{escape(k.replace('_', ' '))}: {_e(v)}" for k, v in summary.items())
     body = (f"<p>{counts}</p><h2>Servers</h2><table><tr><th>file</th><th>object</th><th>model</th><th>GPU</th>"
-            "<th>vLLM</th><th>verdict</th><th>KV cache per GPU</th><th>max concurrency</th><th>findings</th></tr>"
+            "<th>vLLM</th><th>verdict</th><th>KV cache per GPU (bar: of the GPU's memory, whisker: band)</th>"
+            "<th>max concurrency</th><th>findings</th></tr>"
             + "".join(rows) + "</table>")
     if findings:
         body += ("<h2>Findings</h2><table><tr><th>severity</th><th>rule</th><th>where</th><th>message</th></tr>"

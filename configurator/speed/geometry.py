@@ -50,6 +50,12 @@ class Geometry:
     attn_width: float  # heads x head_dim per rank summed over attention layers: attention FLOPs per context token
     compute: str  # dtype the GEMMs run at: bf16, fp8, fp4
     weight_note: str
+    # activation bytes the elementwise kernels between the GEMMs move (SiluAndMul reads gate and up, writes their
+    # product: vllm/model_executor/layers/activation.py), per token through the dense MLPs, and per (token,
+    # expert) pair through the routed experts (with the pair's hidden state gathered in, its output written and
+    # read back by the weighted sum: fused_moe / moe_sum in vllm/model_executor/layers/fused_moe), on one rank
+    act_bytes_token: float = 0.0
+    act_bytes_pair: float = 0.0
 
     def kv_read_bytes(self, ctx: float) -> float:
         """KV bytes one decode token reads at a context of `ctx` tokens (sliding windows read their window)."""
@@ -116,6 +122,12 @@ def geometry(model: ModelSpec, *, tp: int = 1, ep_size: int = 1, weight_dtype: s
             windows[layer.window] = windows.get(layer.window, 0.0) + b
         else:
             full += b
+    moe_layers = sum(moe_layer(c, i) for i in range(model.num_hidden_layers)) if e else 0
+    inter = float(c.get("intermediate_size") or 0)
+    moe_inter = float(c.get("moe_intermediate_size") or inter)
+    act_token = 3 * inter / tp * 2 * (model.num_hidden_layers - moe_layers)
+    # with expert parallelism a rank holds whole experts
+    act_pair = (3 * moe_inter / (1 if ep_size > 1 else tp) + 3 * model.hidden_size) * 2 * moe_layers
     m = (method or "").lower()
     compute = "fp8" if (m in _FP8_COMPUTE and gpu_has_fp8) else ("fp4" if m in _FP4_COMPUTE else "bf16")
     return Geometry(layers=model.num_hidden_layers, hidden=model.hidden_size, dense_bytes=dense_bytes,
@@ -123,4 +135,4 @@ def geometry(model: ModelSpec, *, tp: int = 1, ep_size: int = 1, weight_dtype: s
                     expert_active_params=routed,
                     moe_layers=sum(moe_layer(c, i) for i in range(model.num_hidden_layers)) if e else 0,
                     kv_bytes_per_token=full, window_kv=tuple(sorted(windows.items())), attn_width=width,
-                    compute=compute, weight_note=note)
+                    compute=compute, weight_note=note, act_bytes_token=act_token, act_bytes_pair=act_pair)

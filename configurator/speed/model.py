@@ -12,6 +12,11 @@ o_proj / down_proj: vllm/model_executor/layers/linear.py), each a fixed latency 
 t0 is a fixed per-step cost (kernel launches outside the CUDA graph, the engine loop) and t_seq one per running
 sequence (scheduling, sampling and detokenizing it on the host), and each layer (MoE layers more) a fixed
 kernel latency, so t_step also has `+ t0 + t_seq x decodes + t_layer x layers + t_moe_layer x MoE layers`.
+A step of more tokens than vLLM captures a CUDA graph for (min(2 x max_num_seqs, 512)) launches its kernels one by
+one: `+ t_eager_layer x layers`.
+The elementwise kernels between the GEMMs (residual-add + RMSNorm, the MLP's activation, and the routed experts'
+gather of each (token, expert) pair's hidden state and weighted sum of their outputs) move activations that the
+GEMMs do not hide: `+ activation bytes / BW`, which grows with tokens x top_k x hidden x MoE layers.
 
 A request of L prompt tokens and O output tokens, with C requests in flight (the client's concurrency, capped
 by max_num_seqs and by the KV cache's tokens, which hold L + O/2 tokens per request on average):
@@ -54,6 +59,7 @@ class Params:
     eta_f_ampere: float = 0.55  # eta_f on Ampere parts: their kernels reach a larger share of a smaller peak
     t_layer: float = 0.0  # per decoder layer per step: the kernels' fixed latency (norms, rotary, small GEMMs)
     t_moe_layer: float = 0.0  # more per MoE layer: routing, top-k, token permutation, grouped-GEMM launches
+    t_eager_layer: float = 0.0  # per layer of a step too large for a captured CUDA graph: its kernels launched
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,8 @@ class Prediction:
 
 
 def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: float, ctx: float,
-              prefill: float = 0.0, prefill_ctx: float = 0.0, spec: Speculative | None = None) -> tuple[float, str]:
+              prefill: float = 0.0, prefill_ctx: float = 0.0, spec: Speculative | None = None,
+              graph_max: float = 512.0) -> tuple[float, str]:
     """Seconds of one engine step on one pipeline stage x pp (a token's pass over all layers), and its bound.
 
     decodes: sequences decoding (each 1 token, or k+1 with speculation); prefill: prompt tokens in the step, whose
@@ -120,6 +127,12 @@ def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: fl
     dense_flops = 2.0 * (g.active_params - g.expert_active_params) * tokens / flops
     moe_flops = 2.0 * g.expert_active_params * tokens / (flops * p.eta_moe)
     gemm = max(w_bytes / bw, dense_flops + moe_flops)
+    # activations the elementwise kernels between the GEMMs move, not overlapped with them: the two fused
+    # residual-add + RMSNorm kernels of every layer read the hidden state and the residual and write both
+    # (fused_add_rms_norm, vllm/model_executor/layers/layernorm.py), the MLP's activation, and the routed
+    # (token, expert) pairs' (Geometry.act_bytes_pair; with EP a rank takes its experts' share of the pairs)
+    pairs = moe_tokens * g.top_k / (lay.tp * lay.dp if lay.ep else 1) if g.num_experts else 0.0
+    act = tokens * (8 * g.hidden * 2 * g.layers + g.act_bytes_token) + pairs * g.act_bytes_pair
     kv_bytes = decodes * g.kv_read_bytes(ctx)
     attn_f = 4.0 * g.attn_width * (decodes * per_dec * ctx + prefill * prefill_ctx)
     attn = max(kv_bytes / bw, attn_f / attn_flops_rate)
@@ -130,7 +143,10 @@ def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: fl
     if lay.ep and lay.dp > 1:  # dispatch + combine all-to-all of each token's hidden state per MoE layer
         vol = tokens * g.hidden * 2 * 2
         comm += 2 * g.layers * (ALLREDUCE_LATENCY[gpu.nvlink] + vol / (gpu.link_gbs * 1e9))
-    t = p.t0 + p.t_seq * decodes + p.t_layer * g.layers + p.t_moe_layer * g.moe_layers + gemm + attn + comm
+    t = (p.t0 + p.t_seq * decodes + p.t_layer * g.layers + p.t_moe_layer * g.moe_layers + gemm + act / bw + attn
+         + comm)
+    if tokens > graph_max:  # no CUDA graph of this size: every layer's kernels are launched one by one
+        t += p.t_eager_layer * g.layers
     if w_bytes / bw >= dense_flops + moe_flops:
         bound = "memory-bandwidth (KV cache)" if kv_bytes > w_bytes else "memory-bandwidth (weights)"
     else:
@@ -156,9 +172,13 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
     binding = min(caps, key=caps.get)
     capacity = max(1.0, caps[binding])
 
+    # the largest step vLLM captures a CUDA graph for: min(2 x max_num_seqs, 512) tokens by default
+    # (SchedulerConfig.cuda_graph_sizes, vllm/config/scheduler.py, v0.11.0)
+    graph_max = min(2.0 * max_num_seqs, 512.0)
+
     def at(c: float) -> tuple[float, float, float, float, str]:
         micro = c / lay.pp
-        t_d, bound = step_time(g, gpu, lay, params, decodes=micro, ctx=per_req_tokens, spec=spec)
+        t_d, bound = step_time(g, gpu, lay, params, decodes=micro, ctx=per_req_tokens, spec=spec, graph_max=graph_max)
         chunk = max(1.0, float(max_num_batched_tokens) - micro)
         chunks = max(1, math.ceil(isl / chunk))
         t_pre = 0.0
@@ -166,7 +186,7 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
         for _ in range(chunks):
             size = min(chunk, isl - done)
             t_mix, _ = step_time(g, gpu, lay, params, decodes=micro, ctx=per_req_tokens, prefill=size,
-                                 prefill_ctx=done + size / 2, spec=spec)
+                                 prefill_ctx=done + size / 2, spec=spec, graph_max=graph_max)
             t_pre += t_mix - t_d
             done += size
         tokens_per_step = spec.tokens_per_step if spec else 1.0
@@ -200,7 +220,7 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
         out = wl.request_rate * osl
     elif not wl.request_rate and not wl.concurrency and n:
         out, tpot, queued = _burst(g, gpu, lay, params, spec, n / engines, running, isl, osl, per_req_tokens,
-                                   t_pre, wl.variable_lengths)
+                                   t_pre, wl.variable_lengths, graph_max)
         out *= engines
     else:
         out = engines * running * osl / e2e
@@ -211,7 +231,8 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
 
 
 def _burst(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, spec: Speculative | None, n: float, cap: float,
-           isl: float, osl: float, ctx: float, t_pre: float, variable: bool) -> tuple[float, float, float]:
+           isl: float, osl: float, ctx: float, t_pre: float, variable: bool,
+           graph_max: float = 512.0) -> tuple[float, float, float]:
     """A finite run of n requests sent at once (`vllm bench serve --request-rate inf` without a concurrency):
     (output tok/s, the median request's TPOT, its wait before its prefill) for one engine.
 
@@ -219,7 +240,7 @@ def _burst(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, spec: Speculative
     the same length, one by one when lengths vary (exponential lengths: the running count decays as
     exp(-steps / mean output)). Every prompt's prefill (n x t_pre) is paid once, mostly at the start."""
     def t_d(r: float) -> float:
-        return step_time(g, gpu, lay, p, decodes=max(r, 1.0) / lay.pp, ctx=ctx, spec=spec)[0]
+        return step_time(g, gpu, lay, p, decodes=max(r, 1.0) / lay.pp, ctx=ctx, spec=spec, graph_max=graph_max)[0]
 
     r0 = min(n, cap)
     time = tokens = 0.0

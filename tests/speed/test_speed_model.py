@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -62,6 +63,48 @@ def test_moe_reads_the_active_experts_at_batch_one_and_all_of_them_at_large_batc
     assert g.experts_touched(1) == pytest.approx(8 / 128)
     assert g.experts_touched(4096) > 0.999
     assert g.active_params < g.expert_bytes  # 22B active of 235B: the active share is far below the weights
+
+
+def test_routed_pairs_move_activations_by_top_k_hidden_and_moe_layers():
+    """The routed experts' activation traffic per token grows with top_k x hidden x MoE layers: Qwen3-235B-A22B
+    (top-8, hidden 4,096, 94 MoE layers) moves several times what gpt-oss-120b (top-4, 2,880, 36) does, and
+    expert parallelism leaves each expert's width whole on its rank."""
+    big = geometry(resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507", allow_hub=False), tp=8)
+    small = geometry(resolve_model("openai/gpt-oss-120b", allow_hub=False), tp=8)
+    per_token = [g.act_bytes_pair * g.top_k for g in (big, small)]
+    assert per_token[0] > 5 * per_token[1]
+    ep = geometry(resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507", allow_hub=False), tp=8, ep_size=8)
+    assert ep.act_bytes_pair > big.act_bytes_pair
+    dense = geometry(resolve_model("Qwen/Qwen3-8B", allow_hub=False))
+    assert dense.act_bytes_pair == 0 and dense.act_bytes_token > 0
+
+
+def test_activation_traffic_slows_a_large_moe_batch_not_a_single_token():
+    """At one token the activations are a rounding error of the weight reads; at a 256-sequence MoE batch they
+    are a visible part of the step."""
+    from configurator.speed.model import Layout, Params, step_time
+
+    g = geometry(resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507", allow_hub=False), tp=8)
+    gpu, lay = gpu_speed("a100-80gb"), Layout(tp=8)
+    no_act = dataclasses.replace(g, act_bytes_pair=0.0, act_bytes_token=0.0)
+    for decodes, lo, hi in ((1, 1.0, 1.01), (256, 1.03, 1.5)):
+        with_act = step_time(g, gpu, lay, Params(), decodes=decodes, ctx=1024)[0]
+        without = step_time(no_act, gpu, lay, Params(), decodes=decodes, ctx=1024)[0]
+        assert lo <= with_act / without <= hi, (decodes, with_act / without)
+
+
+def test_a_step_larger_than_a_cuda_graph_pays_each_layers_launches():
+    """vLLM captures CUDA graphs up to min(2 x max_num_seqs, 512) tokens: one token more and every layer's kernels
+    are launched one by one (t_eager_layer x layers), one token fewer and they are not."""
+    from configurator.speed.model import Layout, Params, step_time
+
+    g = geometry(resolve_model("Qwen/Qwen3-8B", allow_hub=False))
+    gpu, p = gpu_speed("h100-80gb"), Params(t_eager_layer=100e-6)
+    t = {n: step_time(g, gpu, Layout(), p, decodes=n, ctx=512)[0] for n in (511, 512, 513)}
+    assert t[513] - t[512] == pytest.approx(g.layers * 100e-6, rel=0.05)
+    assert t[512] - t[511] < 0.1 * g.layers * 100e-6
+    small = step_time(g, gpu, Layout(), p, decodes=300, ctx=512, graph_max=256)[0]  # max_num_seqs 128
+    assert small > step_time(g, gpu, Layout(), p, decodes=300, ctx=512)[0] + 0.9 * g.layers * 100e-6
 
 
 def test_tensor_parallel_shortens_the_token_on_nvlink():
