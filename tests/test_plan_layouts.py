@@ -201,3 +201,18 @@ def test_replicas_where_they_are_as_fast_per_gpu(monkeypatch):
     monkeypatch.setattr(context, "candidate_speed", fake({1: 1050.0, 2: 1000.0}))
     p = plan(req)
     assert p.replicas == 1 and p.flags["tensor_parallel_size"] == 2
+
+
+def test_every_flag_the_plan_sets_reaches_the_serve_command():
+    """A flag of vLLM's flag table set in a plan's flags is written to `vllm serve` (data parallel size was not:
+    the command of a DP 8 + EP plan started one rank per node)."""
+    from configurator.vllm.flags import BY_DEST
+    from configurator.vllm.serve import serve_args
+
+    args = serve_args("m", {"data_parallel_size": 8, "enable_expert_parallel": True, "tensor_parallel_size": 1,
+                            "max_num_seqs": 100})
+    assert args[args.index("--data-parallel-size") + 1] == "8" and "--enable-expert-parallel" in args
+    assert "--tensor-parallel-size" not in args  # vLLM's neutral value is left out
+    for dest in ("data_parallel_size", "swap_space", "max_num_partial_prefills"):
+        if dest in BY_DEST and BY_DEST[dest].type != "bool":
+            assert BY_DEST[dest].option in serve_args("m", {dest: 3})

@@ -240,7 +240,7 @@ def speed_section(plan: dict) -> str:
     for key in ("alternatives", "remedies", "layouts"):
         for i, alt in enumerate(plan.get(key) or []):
             if isinstance(alt, dict) and isinstance(alt.get("speed"), dict):
-                label = alt.get("label") or alt.get("action") or ", ".join(
+                label = alt.get("label") or alt.get("layout") or alt.get("action") or ", ".join(
                     f"{k}={v}" for k, v in alt.items() if k in LABEL_KEYS) or f"{key} {i + 1}"
                 options.append((str(label), alt["speed"], False))
     options = [(lbl, s, me) for lbl, s, me in options if _num(s.get("tpot_ms")) and _num(s.get("output_tok_s"))]

@@ -9,11 +9,12 @@ from configurator.vllm.flags import BY_DEST
 
 # The order flags are written in: the four the plan chooses first, then parallelism and batching.
 SERVE_ORDER = ("gpu_memory_utilization", "kv_cache_dtype", "max_num_seqs", "max_model_len",
-               "tensor_parallel_size", "pipeline_parallel_size", "max_num_batched_tokens", "quantization",
+               "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_batched_tokens",
+               "quantization",
                "block_size", "enforce_eager", "enable_prefix_caching", "enable_expert_parallel")
 # Values vLLM takes by default, left out of the command (one place: these are not vLLM defaults that
 # vary by release, only the neutral values of the flags).
-_NEUTRAL = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "kv_cache_dtype": "auto",
+_NEUTRAL = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "data_parallel_size": 1, "kv_cache_dtype": "auto",
             "enforce_eager": False, "quantization": None, "block_size": None, "enable_prefix_caching": None,
             "enable_expert_parallel": False}
 
@@ -21,7 +22,9 @@ _NEUTRAL = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "kv_cache_dt
 def serve_args(model: str, flags: dict[str, Any]) -> list[str]:
     """The container `args` of `vllm serve`: ['serve', MODEL, '--flag', 'value', ...] minus `vllm`."""
     out = ["serve", model]
-    for dest in SERVE_ORDER:
+    # the table's order first, then any other flag of vLLM's that was set (none is dropped from the command)
+    order = [*SERVE_ORDER, *(d for d in flags if d not in SERVE_ORDER and d in BY_DEST)]
+    for dest in order:
         if dest not in flags or flags[dest] is None:
             continue
         value = flags[dest]
