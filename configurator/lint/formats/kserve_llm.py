@@ -178,4 +178,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return out
 
 
-register("kserve-llm-runtimes", recognise, extract, order=50)
+register("kserve-llm-runtimes", recognise, extract, order=50, kinds=(*RUNTIMES, "InferenceService"))
