@@ -123,59 +123,96 @@ def _walk(root: yaml.Node, text: str, pos: dict, styles: dict, indents: dict, lo
     """Record the position (and scalar style) of every node and build the document's data, iteratively, each
     node once (PyYAML's constructor, for the plain YAML of manifests, is most of the parse time); count the
     nodes aliases expand to. Raises _TooBig past MAX_EXPANDED_NODES, _Cycle for an alias inside itself, and
-    _Fallback for what only PyYAML's constructor handles (merge keys, !!set, !!omap, unknown tags)."""
+    _Fallback for what only PyYAML's constructor handles (merge keys, !!set, !!omap, unknown tags).
+
+    A collection's scalar items are built where the collection is (most nodes are scalars: no trip through the
+    stack); its collections go on the stack, so each one is first met in document order, as its anchor comes
+    before its aliases, and its positions are recorded there, once."""
     visited: set[int] = set()
     built: dict[int, Any] = {}  # id(node) -> its list or dict (aliases share it, as PyYAML does)
     sizes: dict[int, int] = {}  # expanded sizes of aliased nodes, computed when an alias is met
-    lines: list[str] | None = None
+    styled = _Styled(text, styles, indents)
     scalar = yaml.ScalarNode
     constructors = loader.yaml_constructors
-    out: list[Any] = []
-    # (node, path, container the value goes into, key or None to append)
-    stack: list[tuple[yaml.Node, Path_, Any, Any]] = [(root, (), out, None)]
+    out: list[Any] = [None]
+    # (node, path, container the value goes into, its key or index there)
+    stack: list[tuple[yaml.Node, Path_, Any, Any]] = [(root, (), out, 0)]
     total = 0
     while stack:
         node, path, parent, key = stack.pop()
-        pos[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        mark = node.start_mark
+        pos[path] = (mark.line + 1, mark.column + 1)
         if type(node) is scalar:
             total += 1
             if node.style:
-                styles[path] = node.style
-                if node.style == "|":
-                    lines = lines if lines is not None else text.splitlines()
-                    indents[path] = _block_indent(lines, node.start_mark.line)
-            value = node.value if node.tag == _STR else _scalar(node, constructors, loader)
-        else:
-            nid = id(node)
-            if nid in visited:  # an alias: count its expansion, record no positions twice
-                total += _expanded_size(node, sizes)
-                value = built[nid]
-            else:
-                visited.add(nid)
-                total += 1
-                if node.tag == _SEQ:
-                    value = built[nid] = []
-                    items = node.value
-                    stack.extend([(items[i], (*path, i), value, None) for i in range(len(items) - 1, -1, -1)])
-                elif node.tag == _MAP:
-                    value = built[nid] = {}
-                    pending = []
-                    for k, v in node.value:
-                        if type(k) is not scalar or k.tag == "tag:yaml.org,2002:merge":
-                            raise _Fallback
-                        kv = k.value if k.tag == _STR else _scalar(k, constructors, loader)
-                        pending.append((v, (*path, k.value), value, kv))
-                        value[kv] = None  # document order, even when a later value is built first
-                    stack.extend(reversed(pending))
+                styled.add(node, path)
+            parent[key] = node.value if node.tag == _STR else _scalar(node, constructors, loader)
+            continue
+        nid = id(node)
+        if nid in visited:  # an alias: count its expansion, record no positions twice
+            total += _expanded_size(node, sizes)
+            parent[key] = built[nid]
+            if total > MAX_EXPANDED_NODES:
+                raise _TooBig
+            continue
+        visited.add(nid)
+        total += 1
+        pending: list[tuple[yaml.Node, Path_, Any, Any]] = []
+        if node.tag == _SEQ:
+            items = node.value
+            value = built[nid] = [None] * len(items)
+            for i, v in enumerate(items):
+                vpath = (*path, i)
+                if type(v) is scalar:
+                    mark = v.start_mark
+                    pos[vpath] = (mark.line + 1, mark.column + 1)
+                    total += 1
+                    if v.style:
+                        styled.add(v, vpath)
+                    value[i] = v.value if v.tag == _STR else _scalar(v, constructors, loader)
                 else:
+                    pending.append((v, vpath, value, i))
+        elif node.tag == _MAP:
+            value = built[nid] = {}
+            for k, v in node.value:
+                if type(k) is not scalar or k.tag == "tag:yaml.org,2002:merge":
                     raise _Fallback
-        if key is None:
-            parent.append(value)
+                kv = k.value if k.tag == _STR else _scalar(k, constructors, loader)
+                vpath = (*path, k.value)
+                if type(v) is scalar and kv not in value:  # (a repeated key goes the long way: the last one wins)
+                    mark = v.start_mark
+                    pos[vpath] = (mark.line + 1, mark.column + 1)
+                    total += 1
+                    if v.style:
+                        styled.add(v, vpath)
+                    value[kv] = v.value if v.tag == _STR else _scalar(v, constructors, loader)
+                else:
+                    pending.append((v, vpath, value, kv))
+                    value[kv] = None  # document order, even when a later value is built first
         else:
-            parent[key] = value
+            raise _Fallback
+        parent[key] = value
+        stack.extend(reversed(pending))
         if total > MAX_EXPANDED_NODES:
             raise _TooBig
     return out[0]
+
+
+class _Styled:
+    """The scalar styles of a document ('|', '>', '"', "'") and the content indentation of its `|` blocks."""
+
+    __slots__ = ("indents", "lines", "styles", "text")
+
+    def __init__(self, text: str, styles: dict, indents: dict) -> None:
+        self.text, self.styles, self.indents = text, styles, indents
+        self.lines: list[str] | None = None
+
+    def add(self, node: yaml.ScalarNode, path: Path_) -> None:
+        self.styles[path] = node.style
+        if node.style == "|":
+            if self.lines is None:
+                self.lines = self.text.splitlines()
+            self.indents[path] = _block_indent(self.lines, node.start_mark.line)
 
 
 def _scalar(node: yaml.ScalarNode, constructors: dict, loader: Any) -> Any:
