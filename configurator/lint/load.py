@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from configurator.errors import InputError
-from configurator.safe_io import InputTooLarge, NotRegularFile, read_file
+from configurator.safe_io import InputTooLarge, read_file
 
 try:
     from yaml import CSafeLoader as _BaseLoader
@@ -449,28 +449,27 @@ def load(paths: list[str], stdin: str | bytes | None = None) -> tuple[list[Docum
         if not path.exists() and not path.is_symlink():
             raise FileNotFoundError(raw)
         for f in _files(path, problems):
-            name = str(f)
-            try:
-                data = read_file(f, cap=MAX_FILE_BYTES)
-            except InputTooLarge:
-                problems.append(Problem(Loc(name, 1), f"larger than the {MAX_FILE_BYTES >> 20} MiB limit: "
-                                        "not checked"))
-                continue
-            except NotRegularFile as e:
-                problems.append(Problem(Loc(name, 1), _after_name(str(e), name)))
-                continue
-            except InputError as e:
-                problems.append(Problem(Loc(name, 1), _after_name(str(e), name)))
-                continue
-            text, problem = read_text(data, name)
-            del data
-            if problem:
-                problems.append(problem)
-                continue
-            d, p = parse_text(text or "", name)
+            d, p = load_file(f)
             docs += d
             problems += p
     return docs, problems
+
+
+def load_file(f: Path) -> tuple[list[Document], list[Problem]]:
+    """One file known to be there (`load` checked the path, or a folder's walk listed it): its documents, or the
+    problem of reading it (bounded, never a FIFO or device: configurator/safe_io.py)."""
+    name = str(f)
+    try:
+        data = read_file(f, cap=MAX_FILE_BYTES)
+    except InputTooLarge:
+        return [], [Problem(Loc(name, 1), f"larger than the {MAX_FILE_BYTES >> 20} MiB limit: not checked")]
+    except InputError as e:  # NotRegularFile too
+        return [], [Problem(Loc(name, 1), _after_name(str(e), name))]
+    text, problem = read_text(data, name)
+    del data
+    if problem:
+        return [], [problem]
+    return parse_text(text or "", name)
 
 
 def _after_name(message: str, name: str) -> str:
