@@ -84,13 +84,14 @@ def argv_runs_vllm(argv: list[str]) -> bool:
     return False
 
 
-def is_vllm(c: Node, argv: list[tuple[Node, str]]) -> bool:
+def is_vllm(c: Node, argv: list[tuple[Node, str]], env: dict[str, str] | None = None) -> bool:
     """Whether a container runs a vLLM server: its command line starts one (`vllm serve`, `python -m
     vllm.entrypoints.openai.api_server`, ...), or it runs a vLLM server image whose entrypoint (`vllm serve`)
     its `command` does not replace, or replaces with a launcher script the check cannot see into
     (`/start.sh`, `bash run.sh`: the image's own server is assumed). A `command` that runs another program
-    (this tool, `sleep`, `curl`, a `sh -c` script without vLLM) is not a vLLM server, whatever the image."""
-    env = container_env(c)
+    (this tool, `sleep`, `curl`, a `sh -c` script without vLLM) is not a vLLM server, whatever the image.
+    `env`: the container's env when the caller has read it (container_env), else read here."""
+    env = container_env(c) if env is None else env
     texts = [_expand(t, env) for _, t in argv]
     if argv_runs_vllm(texts):
         return True
@@ -290,13 +291,14 @@ def container_server(obj: Node, pod: Node, c: Node, inputs: Inputs, *, kind: str
                      pod_meta: Node | None = None, default_name: str = "") -> Server | None:
     """A vLLM container of a pod spec -> its Server (None when it runs no vLLM server)."""
     argv = argv_items(c, "command") + argv_items(c, "args")
-    if not is_vllm(c, argv):
+    env = container_env(c)
+    if not is_vllm(c, argv, env):
         return None
     _, namespace, name = identity(obj)
     s = Server(file=obj.doc.file, kind=kind, namespace=namespace, name=name,
                container=c.str("name", max_chars=253) or default_name, loc=c.loc(), object_loc=obj.loc(),
                image=c.str("image"), pods=pods, annotations=annotations(obj.mapping("metadata"), pod_meta))
-    s.env = container_env(c)
+    s.env = env
     cmd, args = c.at("command").value, c.at("args").value
     s.raw_command = cmd if isinstance(cmd, list) else None
     s.raw_args = args if isinstance(args, list) else None
