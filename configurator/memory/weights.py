@@ -16,6 +16,7 @@ from typing import Any
 
 from configurator.memory.build import pp_layer_split
 from configurator.memory.kv_dtype import DTYPE_BYTES
+from configurator.memory.per_model import per_model
 from configurator.model.spec import ModelSpec
 from configurator.units import cdiv
 from configurator.vllm.versions import _key
@@ -51,6 +52,7 @@ class ParamCounts:
                 + self.vision + self.audio)
 
 
+@per_model  # pure in the frozen spec and arguments; estimated many times per run (check)
 def count_params(model: ModelSpec) -> ParamCounts:
     """Estimate parameter counts from the config (the same shapes vLLM's model classes build)."""
     c = model.text_config
