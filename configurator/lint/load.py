@@ -158,39 +158,34 @@ def _walk(root: yaml.Node, text: str, pos: dict, styles: dict, indents: dict, lo
         visited.add(nid)
         total += 1
         pending: list[tuple[yaml.Node, Path_, Any, Any]] = []
+        entries: Any  # (key in the path, key in the container, node) of each item
         if node.tag == _SEQ:
-            items = node.value
-            value = built[nid] = [None] * len(items)
-            for i, v in enumerate(items):
-                vpath = (*path, i)
-                if type(v) is scalar:
-                    mark = v.start_mark
-                    pos[vpath] = (mark.line + 1, mark.column + 1)
-                    total += 1
-                    if v.style:
-                        styled.add(v, vpath)
-                    value[i] = v.value if v.tag == _STR else _scalar(v, constructors, loader)
-                else:
-                    pending.append((v, vpath, value, i))
+            n = len(node.value)
+            value = built[nid] = [None] * n
+            entries = zip(range(n), range(n), node.value, strict=True)
         elif node.tag == _MAP:
             value = built[nid] = {}
+            entries = []
             for k, v in node.value:
                 if type(k) is not scalar or k.tag == "tag:yaml.org,2002:merge":
                     raise _Fallback
-                kv = k.value if k.tag == _STR else _scalar(k, constructors, loader)
-                vpath = (*path, k.value)
-                if type(v) is scalar and kv not in value:  # (a repeated key goes the long way: the last one wins)
-                    mark = v.start_mark
-                    pos[vpath] = (mark.line + 1, mark.column + 1)
-                    total += 1
-                    if v.style:
-                        styled.add(v, vpath)
-                    value[kv] = v.value if v.tag == _STR else _scalar(v, constructors, loader)
-                else:
-                    pending.append((v, vpath, value, kv))
-                    value[kv] = None  # document order, even when a later value is built first
+                entries.append((k.value, k.value if k.tag == _STR else _scalar(k, constructors, loader), v))
         else:
             raise _Fallback
+        seq = type(value) is list
+        for pk, ck, v in entries:
+            vpath = (*path, pk)
+            if type(v) is scalar and (seq or ck not in value):  # (a repeated key goes the long way: the last wins)
+                mark = v.start_mark
+                pos[vpath] = (mark.line + 1, mark.column + 1)
+                total += 1
+                if v.style:
+                    styled.add(v, vpath)
+                value[ck] = v.value if v.tag == _STR else _scalar(v, constructors, loader)
+            else:
+                pending.append((v, vpath, value, ck))
+                if not seq:
+                    value[ck] = None  # document order, even when a later value is built first
         parent[key] = value
         stack.extend(reversed(pending))
         if total > MAX_EXPANDED_NODES:
