@@ -338,88 +338,111 @@ def _name(obj: Node) -> str:
     return name or obj.str("name", max_chars=253) or ""
 
 
-def discover(obj: Node, inputs: Inputs, kind: str = "") -> list[Server]:
-    """Every vLLM server written anywhere in one document (see the module doc); plugins refine what they know."""
-    from configurator.lint.extract import pod_servers
+@dataclass
+class _Scan:
+    """What one walk over a document found: server candidates, GPU hints, the env of each mapping that sets one,
+    YAML held in strings and Kubernetes objects embedded in the document."""
 
-    root = obj.value
-    found: list[Found] = []
-    hints: list[Hint] = []
+    found: list[Found]
+    hints: list[Hint]
+    envs: list[tuple[tuple, dict[str, str]]]
+    nested: list[tuple[tuple, str]]
+    embedded: list[tuple]
+
+
+def _scan_mapping(obj: Node, path: tuple, v: dict, scan: _Scan) -> bool:
+    """Record what a mapping holds; True when its subtree is a candidate (or an embedded object) to skip."""
+    env = env_of(v)
+    if env:
+        scan.envs.append((path, env))
+    for k, x in v.items():
+        if isinstance(k, str) and not isinstance(x, list):
+            h = _hints_at((*path, k), k, x, obj.loc(*path, k))
+            if h is not None:
+                scan.hints.append(h)
+    if path and isinstance(v.get("kind"), str) and isinstance(v.get("apiVersion"), str):
+        scan.embedded.append(path)  # a Kubernetes object inside another document (an OpenShift Template's objects)
+    elif isinstance(v.get("Common"), dict) and any(isinstance(x, dict) and "common-configs" in x
+                                                    for x in v.values()):
+        scan.found.append(Found(path, "dynamo-sdk"))
+    elif isinstance(v.get("containers"), list) and any(isinstance(c, dict) and (
+            c.get("image") or c.get("command") or c.get("args")) for c in v["containers"]):
+        scan.found.append(Found(path, "pod"))
+    elif engine_mapping(path, v):
+        scan.found.append(Found(path, "kwargs"))
+    else:
+        return False
+    return True
+
+
+def _scan(obj: Node) -> _Scan:
+    """One walk over a document (see the module doc): a candidate's subtree is not walked again."""
+    scan = _Scan([], [], [], [], [])
     skip: tuple | None = None
-    envs: list[tuple[tuple, dict[str, str]]] = []
-    nested: list[tuple[tuple, str]] = []
-    embedded: list[tuple] = []
-    for path, v in _walk(root):
+    for path, v in _walk(obj.value):
         if skip is not None and path[:len(skip)] == skip:
             continue
         skip = None
         if isinstance(v, dict):
-            env = env_of(v)
-            if env:
-                envs.append((path, env))
-            for k, x in v.items():
-                if isinstance(k, str) and not isinstance(x, list):
-                    h = _hints_at((*path, k), k, x, obj.loc(*path, k))
-                    if h is not None:
-                        hints.append(h)
-            if path and isinstance(v.get("kind"), str) and isinstance(v.get("apiVersion"), str):
-                embedded.append(path)  # a Kubernetes object inside another document (an OpenShift Template's objects)
-                skip = path
-            elif isinstance(v.get("Common"), dict) and any(isinstance(x, dict) and "common-configs" in x
-                                                            for x in v.values()):
-                found.append(Found(path, "dynamo-sdk"))
-                skip = path
-            elif isinstance(v.get("containers"), list) and any(isinstance(c, dict) and (
-                    c.get("image") or c.get("command") or c.get("args")) for c in v["containers"]):
-                found.append(Found(path, "pod"))
-                skip = path
-            elif engine_mapping(path, v):
-                found.append(Found(path, "kwargs"))
+            if _scan_mapping(obj, path, v, scan):
                 skip = path
         elif isinstance(v, list):
             if _is_argv(v):
-                found.append(Found(path, "argv"))
+                scan.found.append(Found(path, "argv"))
                 skip = path
             elif path and isinstance(path[-1], str) and snake(path[-1]) in GPU_NAME_KEYS:
                 for i, x in enumerate(v):  # gpus: [H100:8]
                     h = _hints_at((*path, i), path[-1], x, obj.loc(*path, i)) if isinstance(x, str) else None
                     if h is not None:
-                        hints.append(h)
+                        scan.hints.append(h)
         elif isinstance(v, str):
             if VLLM_COMMAND.search(v):
-                found.append(Found(path, "command"))
+                scan.found.append(Found(path, "command"))
             elif DOCKER_RUN.search(v) and "vllm" in v.lower():
-                found.append(Found(path, "docker"))
-            elif "\n" in v and len(v) < MAX_NESTED and len(nested) < 64 and _YAMLISH.match(v):
-                nested.append((path, v))
+                scan.found.append(Found(path, "docker"))
+            elif "\n" in v and len(v) < MAX_NESTED and len(scan.nested) < 64 and _YAMLISH.match(v):
+                scan.nested.append((path, v))
+    return scan
+
+
+def _found_servers(obj: Node, inputs: Inputs, kind: str, f: Found, scan: _Scan,
+                   platform: dict[str, str]) -> list[Server]:
+    """The servers of one candidate, with the env of every mapping on the way to it and the nearest GPU hints."""
+    from configurator.lint.extract import pod_servers
+
+    env: dict[str, str] = dict(platform)
+    for p, e in scan.envs:  # the env of every mapping on the way to the server, nearest last
+        if f.path[:len(p)] == p:
+            env.update(e)
+    if f.how == "pod":
+        got = pod_servers(obj, obj.at(*f.path), inputs, kind=kind or "pod spec")
+    elif f.how == "dynamo-sdk":
+        got = dynamo_sdk(obj, f.path, env, kind)
+    else:
+        s = _server(obj, f, env, kind)
+        got = [s] if s is not None else []
+    for s in got:
+        apply_hints(s, scan.hints, f.path)
+        if platform.get("SKYPILOT_NUM_NODES", "1") != "1" and s.gpu_count is not None:
+            s.pods = int(platform["SKYPILOT_NUM_NODES"])  # num_nodes machines run one server together
+        if f.path[-1:] == ("engine_kwargs",):
+            # Ray Serve LLM runs each data-parallel rank as its own replica with its own placement bundle
+            # (ray python/ray/llm/_internal/serve/.../data_parallel/dp_server.py, DPServer)
+            s.dp_ranked = True
+    return got
+
+
+def discover(obj: Node, inputs: Inputs, kind: str = "") -> list[Server]:
+    """Every vLLM server written anywhere in one document (see the module doc); plugins refine what they know."""
+    scan = _scan(obj)
     servers: list[Server] = []
-    for path in embedded:
+    for path in scan.embedded:
         servers += _embedded(obj.at(*path), inputs)
-    platform = platform_env(root, hints)
-    for f in found:
-        env: dict[str, str] = dict(platform)
-        for p, e in envs:  # the env of every mapping on the way to the server, nearest last
-            if f.path[:len(p)] == p:
-                env.update(e)
-        if f.how == "pod":
-            pod = obj.at(*f.path)
-            got = pod_servers(obj, pod, inputs, kind=kind or "pod spec")
-        elif f.how == "dynamo-sdk":
-            got = dynamo_sdk(obj, f.path, env, kind)
-        else:
-            s = _server(obj, f, env, kind)
-            got = [s] if s is not None else []
-        for s in got:
-            apply_hints(s, hints, f.path)
-            if platform.get("SKYPILOT_NUM_NODES", "1") != "1" and s.gpu_count is not None:
-                s.pods = int(platform["SKYPILOT_NUM_NODES"])  # num_nodes machines run one server together
-            if f.path[-1:] == ("engine_kwargs",):
-                # Ray Serve LLM runs each data-parallel rank as its own replica with its own placement bundle
-                # (ray python/ray/llm/_internal/serve/.../data_parallel/dp_server.py, DPServer)
-                s.dp_ranked = True
-        servers += got
+    platform = platform_env(obj.value, scan.hints)
+    for f in scan.found:
+        servers += _found_servers(obj, inputs, kind, f, scan, platform)
     if not servers:
-        for path, text in nested:
+        for path, text in scan.nested:
             servers += _nested(obj, inputs, path, text, kind)
     return servers
 

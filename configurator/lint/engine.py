@@ -9,7 +9,7 @@ applied here, not in the rules, and a suppressed finding is kept with its reason
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -443,127 +443,159 @@ def _extract_failing_closed(docs: list[Document], release: str | None, out: Any)
     return found, unread
 
 
-def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> CheckReport:
-    from configurator.units import parse_size
-    from configurator.vllm.versions import behaviour
-    from configurator.workloads import load_workload
+@dataclass
+class _Run:
+    """What one evaluation shares across its servers: the options, the collector and the caches of values that
+    are pure in their keys (the same few recur across a repository's servers)."""
 
-    settings = opts.settings or Settings()
-    severities = {**settings.config.severities(), **(opts.severities or {})}
-    out = _Collector(severities, settings)
-    servers: list[ServerReport] = []
-    for p in problems:  # a Problem may name its rule (render.RenderNote: template-not-rendered)
-        rule = getattr(p, "rule", "parse-error")
-        out.add(rule if rule in REGISTRY else "parse-error", p.message, p.loc)
-    workload = load_workload(opts.workload) if opts.workload else None
-    models: dict = {}
-    catalog_cache: dict = {}
-    estimates: dict = {}  # (model, GPU, release, flags, used) -> estimate; models stay alive in `models`
-    gpus: dict = {}  # (GPU annotation, node labels, GPU resource) -> (GPU, where it came from)
-    releases: dict = {}  # (image, VLLM_VERSION env) -> Release
-    enabled = [r for r in REGISTRY.values() if out.severity(r.id) != "off"]  # once per run, not per server
-    found, not_understood = _extract_failing_closed(docs, opts.vllm_version, out)
-    for nu in not_understood:
-        out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,
-                ObjectRef(kind=nu.kind, name=nu.name))
-    dirs = opts.model_config_dirs + tuple(settings.config.model_config_dirs)
-    for s in found:
-        try:
-            name = s.flags.get("model")
-            # what the served name or path stands for: the config's models: map (may name a local config.json),
-            # else the workload's vllm-configurator.io/model annotation, else the name itself
-            model_id, local_ok = None, False
-            if name is not None:
-                model_id = settings.model_for(str(name))
-                local_ok = model_id != str(name)
-                if local_ok and model_id.startswith(("./", "../")) and settings.source \
-                        and (settings.base / model_id).exists():
-                    model_id = str(settings.base / model_id)  # a config.json named relative to the config file
-                if not local_ok and s.annotations.get(MODEL_ANNOTATION, "").strip():
-                    model_id = s.annotations[MODEL_ANNOTATION].strip()
-            model, model_error = _model(model_id, dirs, models, opts.model_resolver, local_ok) if model_id \
-                else (None, None)
-            if name is None:
-                model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
-            model_note = None
-            if model is None and model_id == str(name) and str(name).startswith(("/", "./", "../", "~")):
-                # a path inside the container: its served name may name the model (checked as that, and said so)
-                for alias in s.served_names:
-                    found_model, _ = _model(str(alias), dirs, models, opts.model_resolver)
-                    if found_model is not None:
-                        model, model_error = found_model, None
-                        model_note = (f"model '{name}' is a path inside the container; its served name '{alias}' "
-                                      f"names {found_model.hf_id or found_model.name}, whose geometry is used")
-                        break
-            # both are pure in these inputs, and the same few values recur across a repository's servers
-            gpu_key = (s.annotations.get(GPU_ANNOTATION), repr(sorted(s.gpu_labels.items())), s.gpu_resource)
-            if gpu_key not in gpus:
-                gpus[gpu_key] = _gpu(s, opts, settings)
-            gpu, gpu_source = gpus[gpu_key]
-            release_key = (s.image, s.env.get("VLLM_VERSION"))
-            if release_key not in releases:
-                releases[release_key] = _release(s, opts)
-            release = releases[release_key]
+    opts: Options
+    settings: Settings
+    out: _Collector
+    workload: Any
+    dirs: tuple[str, ...]
+    enabled: list  # the rules not turned off, once per run
+    models: dict = field(default_factory=dict)
+    catalog_cache: dict = field(default_factory=dict)
+    estimates: dict = field(default_factory=dict)  # (model, GPU, release, flags, used) -> estimate
+    gpus: dict = field(default_factory=dict)  # (GPU annotation, node labels, GPU resource) -> (GPU, its source)
+    releases: dict = field(default_factory=dict)  # (image, VLLM_VERSION env) -> Release
+
+
+def _server_model(s: Server, run: _Run) -> tuple[Any, Any, str | None, str | None]:
+    """(the model name as written, its ModelSpec, why it has none, a note on how it was found). What the served
+    name or path stands for: the config's models: map (may name a local config.json), else the workload's
+    vllm-configurator.io/model annotation, else the name itself; a path inside the container may be named by its
+    served name."""
+    settings, opts = run.settings, run.opts
+    name = s.flags.get("model")
+    model_id, local_ok = None, False
+    if name is not None:
+        model_id = settings.model_for(str(name))
+        local_ok = model_id != str(name)
+        if local_ok and model_id.startswith(("./", "../")) and settings.source \
+                and (settings.base / model_id).exists():
+            model_id = str(settings.base / model_id)  # a config.json named relative to the config file
+        if not local_ok and s.annotations.get(MODEL_ANNOTATION, "").strip():
+            model_id = s.annotations[MODEL_ANNOTATION].strip()
+    model, model_error = _model(model_id, run.dirs, run.models, opts.model_resolver, local_ok) if model_id \
+        else (None, None)
+    if name is None:
+        model_error = "no model in the command (vLLM's default model is facebook/opt-125m)"
+    model_note = None
+    if model is None and model_id == str(name) and str(name).startswith(("/", "./", "../", "~")):
+        # a path inside the container: its served name may name the model (checked as that, and said so)
+        for alias in s.served_names:
+            found_model, _ = _model(str(alias), run.dirs, run.models, opts.model_resolver)
+            if found_model is not None:
+                model, model_error = found_model, None
+                model_note = (f"model '{name}' is a path inside the container; its served name '{alias}' "
+                              f"names {found_model.hf_id or found_model.name}, whose geometry is used")
+                break
+    return name, model, model_error, model_note
+
+
+def _gpu_and_release(s: Server, run: _Run) -> tuple[Any, str, Release, str]:
+    """(GPU, where it came from, the Release, the behaviour version evaluated), each computed once per key."""
+    from configurator.vllm.versions import behaviour
+
+    gpu_key = (s.annotations.get(GPU_ANNOTATION), repr(sorted(s.gpu_labels.items())), s.gpu_resource)
+    if gpu_key not in run.gpus:
+        run.gpus[gpu_key] = _gpu(s, run.opts, run.settings)
+    gpu, gpu_source = run.gpus[gpu_key]
+    release_key = (s.image, s.env.get("VLLM_VERSION"))
+    if release_key not in run.releases:
+        run.releases[release_key] = _release(s, run.opts)
+    release = run.releases[release_key]
+    try:
+        version = behaviour(release.version).version
+    except InputError:
+        version = behaviour("latest").version
+    return gpu, gpu_source, release, version
+
+
+def _budget(s: Server, run: _Run, model: Any, gpu: Any, version: str) -> tuple[Any, str | None, int | None, Any]:
+    """(the estimate, why there is none, the workload's typical concurrency, the catalog fit with no GPU type)."""
+    from configurator.units import parse_size
+
+    result, est_error, typical, catalog = None, None, None, None
+    flags = _estimate_flags(s)
+    if model is not None and gpu is not None and not per_gpu_unknown(s):
+        used = 0
+        if s.annotations.get(USED_ANNOTATION):
             try:
-                version = behaviour(release.version).version
+                used = parse_size(s.annotations[USED_ANNOTATION], what=USED_ANNOTATION)
             except InputError:
-                version = behaviour("latest").version
-            result, est_error, typical, catalog = None, None, None, None
-            flags = _estimate_flags(s)
-            if model is not None and gpu is not None and not per_gpu_unknown(s):
                 used = 0
-                if s.annotations.get(USED_ANNOTATION):
-                    try:
-                        used = parse_size(s.annotations[USED_ANNOTATION], what=USED_ANNOTATION)
-                    except InputError:
-                        used = 0
-                try:
-                    result = _estimate_once(estimates, model, gpu, version, flags, used)
-                except InputError as e:
-                    est_error = str(e)
-                if result is not None and workload is not None and result.fits and result.memory.kv_cache_bytes > 0:
-                    probe = estimate(_request(model, gpu, version, {
-                        **flags, "kv_cache_memory_bytes": result.memory.kv_cache_bytes,
-                        "max_model_len": min(workload.typical_tokens, result.flags["max_model_len"]),
-                        "max_num_seqs": result.flags["max_num_seqs"],
-                        "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
-                    typical = int(probe.kv_cache.max_concurrency)
-            elif model is not None and gpu is None and opts.catalog and not s.accelerator and not per_gpu_unknown(s):
-                try:
-                    catalog = _catalog_fit(model, version, flags, catalog_cache)
-                except InputError as e:
-                    est_error = str(e)
-            ctx = Context(server=s, gpu=gpu, gpu_source=gpu_source, version=version, model=model,
-                          model_error=model_error, estimate=result, estimate_error=est_error, workload=workload,
-                          typical_capacity=typical, release=release, catalog=catalog,
-                          model_note=model_note)
-            obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
-            for r in enabled:
-                for hit in r.check(ctx):
-                    out.add(r.id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations, s.basis)
-            verdict = "not-checked" if result is None else verdict_of(result)
-            servers.append(ServerReport(
-                file=s.file, line=s.loc.line, object=obj, container=s.container, model=str(name) if name else None,
-                gpu=gpu.name if gpu is not None else None, gpu_source=gpu_source, gpu_count=s.gpu_count,
-                vllm_version=version, vllm_version_source=release.source,
-                flags=result.flags if result is not None else dict(s.flags), verdict=verdict,
-                kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
-                kv_cache_bytes_low=getattr(result, "kv_cache_bytes_low", None) if result is not None else None,
-                kv_cache_bytes_high=getattr(result, "kv_cache_bytes_high", None) if result is not None else None,
-                band_basis=getattr(result, "band_basis", None) if result is not None else None,
-                kv_cache_tokens=result.kv_cache.tokens if result is not None else None,
-                max_concurrency=result.kv_cache.max_concurrency if result is not None else None,
-                catalog=CatalogReport(needs_bytes_per_gpu=catalog.needs_bytes, fits=[g.name for g in catalog.fits],
-                                      at_risk=[g.name for g in catalog.at_risk],
-                                      refused=[g.name for g in catalog.refused]) if catalog is not None else None,
-                basis=dict(s.basis)))
-        except Exception as e:  # last line of defence: fail closed, an error finding that fails check and denies
-            obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
-            out.add(INTERNAL_ERROR, f"internal error evaluating this server ({cause(e)}): not checked", s.loc, obj,
-                    s.container, s.annotations, s.basis)
-            servers.append(ServerReport(file=s.file, line=s.loc.line, object=obj, container=s.container, model=None,
-                                        gpu=None, gpu_source="", gpu_count=None, vllm_version="", flags={},
-                                        verdict="not-checked", basis=dict(s.basis)))
+        try:
+            result = _estimate_once(run.estimates, model, gpu, version, flags, used)
+        except InputError as e:
+            est_error = str(e)
+        workload = run.workload
+        if result is not None and workload is not None and result.fits and result.memory.kv_cache_bytes > 0:
+            probe = estimate(_request(model, gpu, version, {
+                **flags, "kv_cache_memory_bytes": result.memory.kv_cache_bytes,
+                "max_model_len": min(workload.typical_tokens, result.flags["max_model_len"]),
+                "max_num_seqs": result.flags["max_num_seqs"],
+                "max_num_batched_tokens": result.flags["max_num_batched_tokens"]}))
+            typical = int(probe.kv_cache.max_concurrency)
+    elif model is not None and gpu is None and run.opts.catalog and not s.accelerator and not per_gpu_unknown(s):
+        try:
+            catalog = _catalog_fit(model, version, flags, run.catalog_cache)
+        except InputError as e:
+            est_error = str(e)
+    return result, est_error, typical, catalog
+
+
+def _server_report(s: Server, obj: ObjectRef, name: Any, gpu: Any, gpu_source: str, version: str, release: Release,
+                   result: Any, catalog: CatalogFit | None) -> ServerReport:
+    return ServerReport(
+        file=s.file, line=s.loc.line, object=obj, container=s.container, model=str(name) if name else None,
+        gpu=gpu.name if gpu is not None else None, gpu_source=gpu_source, gpu_count=s.gpu_count,
+        vllm_version=version, vllm_version_source=release.source,
+        flags=result.flags if result is not None else dict(s.flags),
+        verdict="not-checked" if result is None else verdict_of(result),
+        kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
+        kv_cache_bytes_low=getattr(result, "kv_cache_bytes_low", None) if result is not None else None,
+        kv_cache_bytes_high=getattr(result, "kv_cache_bytes_high", None) if result is not None else None,
+        band_basis=getattr(result, "band_basis", None) if result is not None else None,
+        kv_cache_tokens=result.kv_cache.tokens if result is not None else None,
+        max_concurrency=result.kv_cache.max_concurrency if result is not None else None,
+        catalog=CatalogReport(needs_bytes_per_gpu=catalog.needs_bytes, fits=[g.name for g in catalog.fits],
+                              at_risk=[g.name for g in catalog.at_risk],
+                              refused=[g.name for g in catalog.refused]) if catalog is not None else None,
+        basis=dict(s.basis))
+
+
+def _evaluate_server(s: Server, run: _Run) -> ServerReport:
+    """One server: its model, GPU and release resolved, its budget estimated, every enabled rule run on it."""
+    name, model, model_error, model_note = _server_model(s, run)
+    gpu, gpu_source, release, version = _gpu_and_release(s, run)
+    result, est_error, typical, catalog = _budget(s, run, model, gpu, version)
+    ctx = Context(server=s, gpu=gpu, gpu_source=gpu_source, version=version, model=model,
+                  model_error=model_error, estimate=result, estimate_error=est_error, workload=run.workload,
+                  typical_capacity=typical, release=release, catalog=catalog,
+                  model_note=model_note)
+    obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
+    out = run.out
+    for r in run.enabled:
+        for hit in r.check(ctx):
+            out.add(r.id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations, s.basis)
+    return _server_report(s, obj, name, gpu, gpu_source, version, release, result, catalog)
+
+
+def _failed_server(s: Server, e: Exception, out: _Collector) -> ServerReport:
+    """The last line of defence: fail closed, an error finding that fails check and denies."""
+    obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
+    out.add(INTERNAL_ERROR, f"internal error evaluating this server ({cause(e)}): not checked", s.loc, obj,
+            s.container, s.annotations, s.basis)
+    return ServerReport(file=s.file, line=s.loc.line, object=obj, container=s.container, model=None, gpu=None,
+                        gpu_source="", gpu_count=None, vllm_version="", flags={}, verdict="not-checked",
+                        basis=dict(s.basis))
+
+
+def _report(docs: list[Document], problems: list[Problem], found: list[Server], not_understood: list,
+            servers: list[ServerReport], out: _Collector) -> CheckReport:
+    """The report: every file that mentions vLLM said something, findings in file order, the summary counted."""
     readers: dict[str, list[str]] = {}
     for s in found:
         for f in s.sources:
@@ -579,3 +611,29 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                       errors=counts["error"], warnings=counts["warning"],
                       info=counts["info"], suppressed=len(suppressed))
     return CheckReport(findings=findings, suppressed=suppressed, servers=servers, files=files, summary=summary)
+
+
+def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> CheckReport:
+    from configurator.workloads import load_workload
+
+    settings = opts.settings or Settings()
+    severities = {**settings.config.severities(), **(opts.severities or {})}
+    out = _Collector(severities, settings)
+    for p in problems:  # a Problem may name its rule (render.RenderNote: template-not-rendered)
+        rule = getattr(p, "rule", "parse-error")
+        out.add(rule if rule in REGISTRY else "parse-error", p.message, p.loc)
+    run = _Run(opts=opts, settings=settings, out=out,
+               workload=load_workload(opts.workload) if opts.workload else None,
+               dirs=opts.model_config_dirs + tuple(settings.config.model_config_dirs),
+               enabled=[r for r in REGISTRY.values() if out.severity(r.id) != "off"])
+    found, not_understood = _extract_failing_closed(docs, opts.vllm_version, out)
+    for nu in not_understood:
+        out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,
+                ObjectRef(kind=nu.kind, name=nu.name))
+    servers: list[ServerReport] = []
+    for s in found:
+        try:
+            servers.append(_evaluate_server(s, run))
+        except Exception as e:  # last line of defence: fail closed, an error finding that fails check and denies
+            servers.append(_failed_server(s, e, out))
+    return _report(docs, problems, found, not_understood, servers, out)

@@ -15,12 +15,44 @@ from typing import Any
 import yaml
 
 from configurator.errors import InputError
-from configurator.safe_io import InputTooLarge, NotRegularFile, read_file
+from configurator.safe_io import InputTooLarge, read_file
 
 try:
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as _BaseLoader
 except ImportError:  # pragma: no cover
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+_TAGS: dict[str, str] = {}  # a plain scalar's resolved tag, by its text (bounded: cleared past _TAGS_MAX)
+_TAGS_MAX = 65_536
+_TAG_TEXT_MAX = 64  # longer scalars are resolved each time (they rarely repeat)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, with the tag resolution the C composer asks for once per node made cheaper: a plain
+    scalar's tag depends on its text alone (the class's implicit resolvers), so it is remembered; a quoted scalar
+    is a string and a collection a map or a seq, as the base resolver says when no path resolvers are registered
+    (SafeLoader has none; the loader never takes any), which also makes descend / ascend no-ops."""
+
+    def resolve(self, kind, value, implicit):  # PyYAML's signature
+        if kind is yaml.ScalarNode:
+            if not implicit[0]:
+                return _STR
+            tag = _TAGS.get(value)
+            if tag is None:
+                tag = _BaseLoader.resolve(self, kind, value, implicit)
+                if len(value) <= _TAG_TEXT_MAX:
+                    if len(_TAGS) >= _TAGS_MAX:
+                        _TAGS.clear()
+                    _TAGS[value] = tag
+            return tag
+        return _BaseLoader.resolve(self, kind, value, implicit)
+
+    def descend_resolver(self, current_node, current_index):
+        return None
+
+    def ascend_resolver(self):
+        return None
+
 
 MAX_FILE_BYTES = 64 << 20  # larger files are reported, not parsed
 MAX_EXPANDED_NODES = 2_000_000  # a YAML alias "billion laughs" is refused past this many nodes
@@ -91,59 +123,91 @@ def _walk(root: yaml.Node, text: str, pos: dict, styles: dict, indents: dict, lo
     """Record the position (and scalar style) of every node and build the document's data, iteratively, each
     node once (PyYAML's constructor, for the plain YAML of manifests, is most of the parse time); count the
     nodes aliases expand to. Raises _TooBig past MAX_EXPANDED_NODES, _Cycle for an alias inside itself, and
-    _Fallback for what only PyYAML's constructor handles (merge keys, !!set, !!omap, unknown tags)."""
+    _Fallback for what only PyYAML's constructor handles (merge keys, !!set, !!omap, unknown tags).
+
+    A collection's scalar items are built where the collection is (most nodes are scalars: no trip through the
+    stack); its collections go on the stack, so each one is first met in document order, as its anchor comes
+    before its aliases, and its positions are recorded there, once."""
     visited: set[int] = set()
     built: dict[int, Any] = {}  # id(node) -> its list or dict (aliases share it, as PyYAML does)
     sizes: dict[int, int] = {}  # expanded sizes of aliased nodes, computed when an alias is met
-    lines: list[str] | None = None
+    styled = _Styled(text, styles, indents)
     scalar = yaml.ScalarNode
     constructors = loader.yaml_constructors
-    out: list[Any] = []
-    # (node, path, container the value goes into, key or None to append)
-    stack: list[tuple[yaml.Node, Path_, Any, Any]] = [(root, (), out, None)]
+    out: list[Any] = [None]
+    # (node, path, container the value goes into, its key or index there)
+    stack: list[tuple[yaml.Node, Path_, Any, Any]] = [(root, (), out, 0)]
     total = 0
     while stack:
         node, path, parent, key = stack.pop()
-        pos[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        mark = node.start_mark
+        pos[path] = (mark.line + 1, mark.column + 1)
         if type(node) is scalar:
             total += 1
             if node.style:
-                styles[path] = node.style
-                if node.style == "|":
-                    lines = lines if lines is not None else text.splitlines()
-                    indents[path] = _block_indent(lines, node.start_mark.line)
-            value = node.value if node.tag == _STR else _scalar(node, constructors, loader)
-        else:
-            nid = id(node)
-            if nid in visited:  # an alias: count its expansion, record no positions twice
-                total += _expanded_size(node, sizes)
-                value = built[nid]
-            else:
-                visited.add(nid)
-                total += 1
-                if node.tag == _SEQ:
-                    value = built[nid] = []
-                    items = node.value
-                    stack.extend([(items[i], (*path, i), value, None) for i in range(len(items) - 1, -1, -1)])
-                elif node.tag == _MAP:
-                    value = built[nid] = {}
-                    pending = []
-                    for k, v in node.value:
-                        if type(k) is not scalar or k.tag == "tag:yaml.org,2002:merge":
-                            raise _Fallback
-                        kv = k.value if k.tag == _STR else _scalar(k, constructors, loader)
-                        pending.append((v, (*path, k.value), value, kv))
-                        value[kv] = None  # document order, even when a later value is built first
-                    stack.extend(reversed(pending))
-                else:
+                styled.add(node, path)
+            parent[key] = node.value if node.tag == _STR else _scalar(node, constructors, loader)
+            continue
+        nid = id(node)
+        if nid in visited:  # an alias: count its expansion, record no positions twice
+            total += _expanded_size(node, sizes)
+            parent[key] = built[nid]
+            if total > MAX_EXPANDED_NODES:
+                raise _TooBig
+            continue
+        visited.add(nid)
+        total += 1
+        pending: list[tuple[yaml.Node, Path_, Any, Any]] = []
+        entries: Any  # (key in the path, key in the container, node) of each item
+        if node.tag == _SEQ:
+            n = len(node.value)
+            value = built[nid] = [None] * n
+            entries = zip(range(n), range(n), node.value, strict=True)
+        elif node.tag == _MAP:
+            value = built[nid] = {}
+            entries = []
+            for k, v in node.value:
+                if type(k) is not scalar or k.tag == "tag:yaml.org,2002:merge":
                     raise _Fallback
-        if key is None:
-            parent.append(value)
+                entries.append((k.value, k.value if k.tag == _STR else _scalar(k, constructors, loader), v))
         else:
-            parent[key] = value
+            raise _Fallback
+        seq = type(value) is list
+        for pk, ck, v in entries:
+            vpath = (*path, pk)
+            if type(v) is scalar and (seq or ck not in value):  # (a repeated key goes the long way: the last wins)
+                mark = v.start_mark
+                pos[vpath] = (mark.line + 1, mark.column + 1)
+                total += 1
+                if v.style:
+                    styled.add(v, vpath)
+                value[ck] = v.value if v.tag == _STR else _scalar(v, constructors, loader)
+            else:
+                pending.append((v, vpath, value, ck))
+                if not seq:
+                    value[ck] = None  # document order, even when a later value is built first
+        parent[key] = value
+        stack.extend(reversed(pending))
         if total > MAX_EXPANDED_NODES:
             raise _TooBig
     return out[0]
+
+
+class _Styled:
+    """The scalar styles of a document ('|', '>', '"', "'") and the content indentation of its `|` blocks."""
+
+    __slots__ = ("indents", "lines", "styles", "text")
+
+    def __init__(self, text: str, styles: dict, indents: dict) -> None:
+        self.text, self.styles, self.indents = text, styles, indents
+        self.lines: list[str] | None = None
+
+    def add(self, node: yaml.ScalarNode, path: Path_) -> None:
+        self.styles[path] = node.style
+        if node.style == "|":
+            if self.lines is None:
+                self.lines = self.text.splitlines()
+            self.indents[path] = _block_indent(self.lines, node.start_mark.line)
 
 
 def _scalar(node: yaml.ScalarNode, constructors: dict, loader: Any) -> Any:
@@ -380,28 +444,27 @@ def load(paths: list[str], stdin: str | bytes | None = None) -> tuple[list[Docum
         if not path.exists() and not path.is_symlink():
             raise FileNotFoundError(raw)
         for f in _files(path, problems):
-            name = str(f)
-            try:
-                data = read_file(f, cap=MAX_FILE_BYTES)
-            except InputTooLarge:
-                problems.append(Problem(Loc(name, 1), f"larger than the {MAX_FILE_BYTES >> 20} MiB limit: "
-                                        "not checked"))
-                continue
-            except NotRegularFile as e:
-                problems.append(Problem(Loc(name, 1), _after_name(str(e), name)))
-                continue
-            except InputError as e:
-                problems.append(Problem(Loc(name, 1), _after_name(str(e), name)))
-                continue
-            text, problem = read_text(data, name)
-            del data
-            if problem:
-                problems.append(problem)
-                continue
-            d, p = parse_text(text or "", name)
+            d, p = load_file(f)
             docs += d
             problems += p
     return docs, problems
+
+
+def load_file(f: Path) -> tuple[list[Document], list[Problem]]:
+    """One file known to be there (`load` checked the path, or a folder's walk listed it): its documents, or the
+    problem of reading it (bounded, never a FIFO or device: configurator/safe_io.py)."""
+    name = str(f)
+    try:
+        data = read_file(f, cap=MAX_FILE_BYTES)
+    except InputTooLarge:
+        return [], [Problem(Loc(name, 1), f"larger than the {MAX_FILE_BYTES >> 20} MiB limit: not checked")]
+    except InputError as e:  # NotRegularFile too
+        return [], [Problem(Loc(name, 1), _after_name(str(e), name))]
+    text, problem = read_text(data, name)
+    del data
+    if problem:
+        return [], [problem]
+    return parse_text(text or "", name)
 
 
 def _after_name(message: str, name: str) -> str:

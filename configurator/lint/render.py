@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from configurator.lint.load import EXTENSIONS, MAX_FILE_BYTES, Document, Loc, Problem, load, parse_text
+from configurator.lint.load import load_file as load_file_at
 
 RULE = "template-not-rendered"
 CHART_FILE = "Chart.yaml"
@@ -238,7 +239,7 @@ def _unrendered_resources(folder: Path, skip: Callable[[Path], bool],
 def load_file(path: Path) -> tuple[list[Document], list[Problem]]:
     """One plain file; when it is not valid YAML because of unrendered placeholders, one note instead
     of a parse error."""
-    docs, problems = load([str(path)])
+    docs, problems = load_file_at(path)
     if not problems or not any(p.message.startswith("not valid YAML") for p in problems):
         return docs, problems
     from configurator.errors import InputError

@@ -120,6 +120,8 @@ class Node:
         """(value, path, ok): the value under `keys`; ok is False when an ancestor had the wrong shape
         (noted there)."""
         value = self.value
+        if len(keys) == 1 and type(value) is dict:  # the common case, without the loop
+            return value.get(keys[0]), self.path + keys, True
         for i, k in enumerate(keys):
             t = type(value)
             if t is dict:
@@ -166,11 +168,21 @@ class Node:
     # -- containers -------------------------------------------------------------------------------
     def mapping(self, *keys: Any) -> Node | None:
         """The mapping under `keys`, or None (noted when present but not a mapping)."""
+        v = self.value
+        if len(keys) == 1 and type(v) is dict:  # the common cases, without building a path for nothing
+            got = v.get(keys[0])
+            if got is None:
+                return None
+            if type(got) is dict:
+                return Node(self.doc, self.path + keys, got, self.notes)
         value, path = self._expect(keys, "a mapping", dict)
         return None if value is None else Node(self.doc, path, value, self.notes)
 
     def items(self, *keys: Any) -> list[Node]:
         """The items of the list under `keys` ([] when missing; noted when not a list)."""
+        v = self.value
+        if len(keys) == 1 and type(v) is dict and v.get(keys[0]) is None:
+            return []
         value, path = self._expect(keys, "a list", list)
         if value is None:
             return []
@@ -198,6 +210,11 @@ class Node:
     # -- scalars ----------------------------------------------------------------------------------
     def str(self, *keys: Any, max_chars: int = MAX_TEXT_CHARS) -> str | None:
         """A string (not a number, date or list), at most `max_chars` long."""
+        v = self.value
+        if len(keys) == 1 and type(v) is dict:  # the common cases, without building a path for nothing
+            got = v.get(keys[0])
+            if got is None or (type(got) is str and len(got) <= max_chars):
+                return got
         value, path = self._expect(keys, "a string", str)
         if value is not None and len(value) > max_chars:
             self.note(path, f"a string of {len(value):,} characters (over {max_chars:,}): ignored")

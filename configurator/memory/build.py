@@ -19,6 +19,7 @@ from configurator.memory.kv_specs import (
     MLAAttentionSpec,
     SlidingWindowSpec,
 )
+from configurator.memory.per_model import per_model
 from configurator.model.spec import LayerGeometry, ModelSpec
 from configurator.units import cdiv
 
@@ -38,6 +39,7 @@ def kv_heads_per_rank(total_kv_heads: int, tp: int) -> int:
     return max(1, total_kv_heads // tp)
 
 
+@per_model  # pure in the frozen spec and arguments; estimated many times per run (check)
 def build_rank_specs(model: ModelSpec, *, tp: int, kv_dtype: KVDtype, block_size: int,
                      user_block_size: bool, mamba_conv_bytes: int, mamba_ssm_bytes: int,
                      kernel_block_size: int = 16, num_speculative_tokens: int = 0,

@@ -39,6 +39,7 @@ from configurator.memory.mxfp4 import (
     mxfp4_expert_bytes,
     mxfp4_experts,
 )
+from configurator.memory.per_model import per_model
 from configurator.memory.towers import audio_params, model_modalities, towers_skipped, uncounted_towers, vision_params
 from configurator.model.spec import ModelSpec
 from configurator.units import cdiv
@@ -82,6 +83,7 @@ class ParamCounts:
                 + self.vision + self.audio)
 
 
+@per_model  # pure in the frozen spec and arguments; estimated many times per run (check)
 def count_params(model: ModelSpec) -> ParamCounts:
     """Estimate parameter counts from the config (the same shapes vLLM's model classes build)."""
     c = model.text_config

@@ -131,6 +131,15 @@ def test_kserve_runtimes(model, want):
     assert all(not s.unknown for s in servers)
 
 
+def test_kserve_hf_runtime_sets_its_own_options_aside_and_hands_dtype_to_vllm():
+    """One option table (configurator.vllm.flags.HF_SERVER): KServe's model-server options are the runtime's, never
+    vLLM's unknown flags; --dtype and --trust_remote_code reach vLLM's engine (huggingfaceserver __main__.py)."""
+    [s], _ = run(isvc("{modelFormat: {name: huggingface}, args: [--model_id=org/a, --enable_latency_logging, "
+                      "--configure_logging, --dtype, float16, --trust_remote_code, --max-model-len, '4096']}"))
+    assert (s.flags["model"], s.flags["max_model_len"], s.flags["dtype"]) == ("org/a", 4096, "float16")
+    assert s.unknown == [] and s.release_dependent == [] and s.notes == []
+
+
 LLMISVC = """\
 apiVersion: serving.kserve.io/v1alpha1
 kind: LLMInferenceServiceConfig

@@ -130,7 +130,7 @@ def test_older_image_uses_the_oldest_release_and_its_defaults():
 
 def test_unknown_flag_reports_vllms_words_and_the_nearest_flag(monkeypatch):
     """Server.unknown (filled by flags.parse_args from the release's option table) becomes an error at its line."""
-    import configurator.lint.extract as extract_mod
+    import configurator.lint.command as command_mod
     from configurator.vllm.flags import ParsedArgs, UnknownArg, parse_args
 
     def with_unknown(tokens, version=None):
@@ -138,7 +138,7 @@ def test_unknown_flag_reports_vllms_words_and_the_nearest_flag(monkeypatch):
         bad = [UnknownArg(t, i, "--max-model-len") for i, t in enumerate(tokens) if t == "--max-modle-len"]
         return ParsedArgs(parsed.occurrences, parsed.unmodelled, tuple(bad))
 
-    monkeypatch.setattr(extract_mod, "parse_args", with_unknown)
+    monkeypatch.setattr(command_mod, "parse_args", with_unknown)
     report = run(deployment(["vllm", "serve", "Qwen/Qwen3-0.6B", "--max-modle-len", "8192"]))
     (f,) = [f for f in report.findings if f.rule == "unknown-flag"]
     assert f.severity == "error" and f.line == ARGS_LINE

@@ -13,20 +13,21 @@ How to add a format: create `configurator/lint/formats/<name>.py` with
         pod = obj.mapping("spec", "template", "spec")   # typed reads only (shape.py)
         return [] if pod is None else pod_servers(obj, pod, inputs, kind="MyServer")
 
-    register("my-server", recognise, extract)
+    register("my-server", recognise, extract, kinds=("MyServer",))   # the kinds it may recognise (optional)
 
 and its tests (tests/lint/test_formats_<name>.py). Modules are discovered, not listed: the new file
 is all it takes. Read every value through the `Node` you are given (configurator/lint/shape.py): a
 value of the wrong shape is then noted where it is and reported on the object, never raised. The
 first format (by `order`, then name) whose `recognise` is true extracts a document; give a format
-keyed on top-level values keys (no `kind`) a low `order` so it is tried before the kind-based ones.
+keyed on top-level values keys (no `kind`) a low `order` so it is tried before the kind-based ones, and
+`kinds=()`; a document is offered only to the formats whose `kinds` may hold its kind (none given: all).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from configurator.lint.load import Document
@@ -41,6 +42,10 @@ class Format:
     recognise: Recognise
     extract: Extract
     order: int = 100
+    # the `kind` values `recognise` can be true for: a document whose kind is another string is not offered to
+    # it (None: every document; empty: only documents without a string kind). A hint, never a second rule: it
+    # must only leave out documents `recognise` would refuse anyway.
+    kinds: frozenset[str] | None = None
 
 
 _REGISTRY: dict[str, Format] = {}
@@ -60,12 +65,14 @@ NO_SERVER_KINDS = frozenset({
 MENTION_BUDGET = 200_000  # nodes looked at when asking whether an object mentions vLLM
 
 
-def register(name: str, recognise: Recognise, extract: Extract, *, order: int = 100) -> None:
-    """Add a format; a second format of the same name is refused."""
+def register(name: str, recognise: Recognise, extract: Extract, *, order: int = 100,
+             kinds: Iterable[str] | None = None) -> None:
+    """Add a format; a second format of the same name is refused. `kinds`: see Format.kinds."""
     if name in _REGISTRY:
         raise ValueError(f"duplicate format {name}")
-    _REGISTRY[name] = Format(name, recognise, extract, order)
+    _REGISTRY[name] = Format(name, recognise, extract, order, frozenset(kinds) if kinds is not None else None)
     _ORDERED[:] = sorted(_REGISTRY.values(), key=lambda f: (f.order, f.name))
+    _BY_KIND.clear()
 
 
 def formats() -> list[Format]:
@@ -77,6 +84,26 @@ def formats() -> list[Format]:
             if not mod.name.startswith("_"):
                 importlib.import_module(f"{__name__}.{mod.name}")
     return _ORDERED
+
+
+_BY_KIND: dict[str, list[Format]] = {}  # kind -> the formats that may recognise it, in order
+_BY_KIND_MAX = 1024
+
+
+def candidates(data: object) -> list[Format]:
+    """The formats, in order, that may recognise a document (Format.kinds): all of them for a document without a
+    string kind (or one too long to be read as one, which the recognisers note)."""
+    from configurator.lint.shape import MAX_TEXT_CHARS
+
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if not isinstance(kind, str) or len(kind) > MAX_TEXT_CHARS:
+        return formats()
+    got = _BY_KIND.get(kind)
+    if got is None:
+        got = [f for f in formats() if f.kinds is None or kind in f.kinds]
+        if len(_BY_KIND) < _BY_KIND_MAX:
+            _BY_KIND[kind] = got
+    return got
 
 
 def mentions_vllm(data: object, budget: int = MENTION_BUDGET) -> bool:
@@ -122,7 +149,7 @@ def read_object(node, inputs) -> list:
     """A Kubernetes object held inside another document: read by the plugin of its kind, else by discovery."""
     from configurator.lint.discover import discover
 
-    fmt = next((f for f in formats() if f.recognise(node)), None)
+    fmt = next((f for f in candidates(node.value) if f.recognise(node)), None)
     if fmt is not None:
         return fmt.extract(node, inputs)
     return discover(node, inputs, node.str("kind") or "") if discoverable(node.value) else []
@@ -149,7 +176,7 @@ def dispatch(docs: list[Document]):
             continue
         fmt, found, failure = None, [], None
         try:
-            fmt = next((f for f in formats() if f.recognise(obj)), None)
+            fmt = next((f for f in candidates(doc.data) if f.recognise(obj)), None)
             if fmt is not None:
                 found = fmt.extract(obj, inputs)
             elif discoverable(doc.data):  # no plugin knows it: the generic pass reads what it can

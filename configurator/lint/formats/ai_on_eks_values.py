@@ -67,4 +67,4 @@ def _as_container(gpu: Node) -> Node:
     return Node(gpu.doc, gpu.path[:-1], {"resources": gpu.value}, gpu.notes)
 
 
-register("ai-on-eks-values", recognise, extract, order=16)
+register("ai-on-eks-values", recognise, extract, order=16, kinds=())

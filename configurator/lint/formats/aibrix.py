@@ -29,4 +29,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return out
 
 
-register("aibrix-stormservice", recognise, extract, order=50)
+register("aibrix-stormservice", recognise, extract, order=50, kinds=("StormService",))

@@ -72,4 +72,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return [s]
 
 
-register("charts-vllm-values", recognise, extract, order=20)
+register("charts-vllm-values", recognise, extract, order=20, kinds=())

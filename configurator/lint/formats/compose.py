@@ -130,4 +130,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return out
 
 
-register("docker-compose", recognise, extract, order=20)
+register("docker-compose", recognise, extract, order=20, kinds=())

@@ -104,4 +104,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return out
 
 
-register("dynamo", recognise, extract, order=50)
+register("dynamo", recognise, extract, order=50, kinds=("DynamoGraphDeployment",))

@@ -121,4 +121,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return [s]
 
 
-register("kaito", recognise, extract, order=50)
+register("kaito", recognise, extract, order=50, kinds=("Workspace",))

@@ -20,4 +20,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return [] if pod is None else pod_servers(obj, pod, inputs, kind=obj.str("kind") or "")
 
 
-register("kserve", recognise, extract)
+register("kserve", recognise, extract, kinds=KINDS)

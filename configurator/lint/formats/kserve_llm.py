@@ -40,6 +40,7 @@ from configurator.lint.formats._kserve_binding import (
     unbound_notice,
 )
 from configurator.lint.shape import Node
+from configurator.vllm.flags import HF_SERVER
 
 _MODEL = re.compile(r"^[\w./:@+-]+$")  # a Hugging Face id or a path; not `${MODEL}` or shell syntax
 HF_IMAGE = "huggingfaceserver"
@@ -47,17 +48,13 @@ HF_IMAGE = "huggingfaceserver"
 # cce137ba6e50552481a14b11c9df71df82b98bc2, GetStorageUri: the env var of the container kserve-container)
 STORAGE_URI_ENV = "STORAGE_URI"
 # Options of the Hugging Face runtime and of KServe's model server, not vLLM's (huggingfaceserver
-# __main__.py and kserve/model_server.py): (takes a value?)
-HF_OPTIONS = {
-    "--model_name": True, "--model_dir": True, "--model_id": True, "--model_revision": True,
-    "--tokenizer_revision": True, "--max_length": True, "--tensor_input_names": True, "--backend": True,
-    "--task": True, "--predictor_protocol": True, "--predictor_host": True, "--http_port": True,
-    "--grpc_port": True, "--workers": True, "--max_threads": True, "--max_asyncio_workers": True,
-    "--log_config_file": True, "--access_log_format": True,
-    "--disable_lower_case": False, "--disable_special_tokens": False, "--return_token_type_ids": False,
-    "--return_offsets_mapping": False, "--return_probabilities": False, "--return_raw_logits": False,
-    "--disable_vllm": False, "--enable_docs_url": False,
-}
+# __main__.py and kserve/model_server.py): (takes a value?). One table, configurator.vllm.flags.HF_SERVER (which
+# reads `python -m huggingfaceserver` command lines too), less the options the runtime hands on to vLLM's engine
+# as well, which are read as vLLM's here: --trust_remote_code goes into build_vllm_engine_args(args), and --dtype is
+# vLLM's own option when vLLM is installed (the runtime adds its own --dtype only without vLLM) (kserve/kserve
+# python/huggingfaceserver/huggingfaceserver/__main__.py @ 00397f1e8077bc9d5b386d6dee90b3ccb2828752).
+_PASSED_TO_VLLM = ("--dtype", "--trust_remote_code")
+HF_OPTIONS = {name: n != 0 for name, n in HF_SERVER.options.items() if name not in _PASSED_TO_VLLM}
 
 
 def _format(m: Node | None) -> str:
@@ -181,4 +178,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return out
 
 
-register("kserve-llm-runtimes", recognise, extract, order=50)
+register("kserve-llm-runtimes", recognise, extract, order=50, kinds=(*RUNTIMES, "InferenceService"))

@@ -59,4 +59,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return [s]
 
 
-register("kubeai", recognise, extract, order=50)
+register("kubeai", recognise, extract, order=50, kinds=("Model",))

@@ -121,4 +121,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return out
 
 
-register("llm-d-modelservice-values", recognise, extract, order=12)
+register("llm-d-modelservice-values", recognise, extract, order=12, kinds=())

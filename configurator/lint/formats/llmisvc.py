@@ -126,4 +126,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return out
 
 
-register("kserve-llminferenceservice", recognise, extract, order=50)
+register("kserve-llminferenceservice", recognise, extract, order=50, kinds=(KIND, CONFIG_KIND))

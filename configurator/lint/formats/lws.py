@@ -29,4 +29,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return pod_servers(obj, pod, inputs, kind="LeaderWorkerSet", pods=size, pod_meta=lwt.mapping(template, "metadata"))
 
 
-register("leaderworkerset", recognise, extract)
+register("leaderworkerset", recognise, extract, kinds=("LeaderWorkerSet",))

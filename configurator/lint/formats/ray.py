@@ -181,4 +181,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return out
 
 
-register("ray", recognise, extract, order=50)
+register("ray", recognise, extract, order=50, kinds=("RayService", "RayCluster", "RayJob"))

@@ -58,4 +58,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return [out] if out is not None else []
 
 
-register("runpod-hub", recognise, extract, order=20)
+register("runpod-hub", recognise, extract, order=20, kinds=())

@@ -40,4 +40,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return [s]
 
 
-register("vllm-chart-values", recognise, extract, order=14)
+register("vllm-chart-values", recognise, extract, order=14, kinds=())

@@ -30,4 +30,4 @@ def extract(obj: Node, inputs: Inputs) -> list[Server]:
     return pod_servers(obj, pod, inputs, kind=kind, pod_meta=obj.mapping(*path[:-1], "metadata"))
 
 
-register("workloads", recognise, extract)
+register("workloads", recognise, extract, kinds=POD_SPEC_PATHS)
