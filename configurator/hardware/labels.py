@@ -78,6 +78,16 @@ def unknown_gpu_label(labels: dict[str, list[str]]) -> str | None:
     return None
 
 
+def gpus_from_labels(labels: dict[str, list[str]]) -> list[GPU]:
+    """Every catalog GPU the selected labels allow (`In [l4, a100-80gb]`, SkyPilot `{L4, A100-80GB}`), smallest
+    first; the key family that names any (names, then instance types, then memory) decides, as in gpu_from_labels."""
+    for keys in (NAME_KEYS, INSTANCE_KEYS, MEMORY_KEYS):
+        found = {g.name: g for key in keys for g in (_one(key, v) for v in labels.get(key, [])) if g is not None}
+        if found:
+            return sorted(found.values(), key=lambda x: x.total_bytes)
+    return []
+
+
 def gpu_from_labels(labels: dict[str, list[str]]) -> tuple[GPU | None, str]:
     """(GPU, the label that said so); the smallest when several values are allowed."""
     for keys in (NAME_KEYS, INSTANCE_KEYS, MEMORY_KEYS):

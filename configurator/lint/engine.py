@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from configurator.errors import ConfiguratorError, InputError
 from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
-from configurator.hardware.labels import gpu_from_labels
+from configurator.hardware.labels import gpu_from_labels, gpus_from_labels
 from configurator.lint.config import LintConfig, Settings
 from configurator.lint.extract import ANNOTATION_PREFIX, Server, image_release, ngc_tag
 from configurator.lint.find import extract_all
@@ -566,6 +566,24 @@ def _server_report(s: Server, obj: ObjectRef, name: Any, gpu: Any, gpu_source: s
         basis=dict(s.basis))
 
 
+def _largest_allowed(s: Server, run: _Run, model: Any, gpu: Any, version: str, result: Any) -> dict:
+    """Where the labels allow several GPU types and vLLM refuses on the smallest (the one evaluated), whether
+    it starts on the largest: then the refusal is not sure (rules: gpu-choice-refused)."""
+    if result is None or verdict_of(result) != "refused" or not s.gpu_labels or \
+            s.annotations.get(GPU_ANNOTATION):
+        return {}
+    allowed = gpus_from_labels(s.gpu_labels)
+    if len(allowed) < 2 or gpu is None or allowed[0].name != gpu.name:
+        return {}
+    try:
+        largest = _estimate_once(run.estimates, model, allowed[-1], version, _estimate_flags(s))
+    except InputError:
+        return {}
+    if verdict_of(largest) == "refused":
+        return {}
+    return {"largest_gpu_starts": allowed[-1].name, "allowed_gpus": [g.name for g in allowed]}
+
+
 def _evaluate_server(s: Server, run: _Run) -> ServerReport:
     """One server: its model, GPU and release resolved, its budget estimated, every enabled rule run on it."""
     name, model, model_error, model_note = _server_model(s, run)
@@ -574,7 +592,7 @@ def _evaluate_server(s: Server, run: _Run) -> ServerReport:
     ctx = Context(server=s, gpu=gpu, gpu_source=gpu_source, version=version, model=model,
                   model_error=model_error, estimate=result, estimate_error=est_error, workload=run.workload,
                   typical_capacity=typical, release=release, catalog=catalog,
-                  model_note=model_note)
+                  model_note=model_note, extra=_largest_allowed(s, run, model, gpu, version, result))
     obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
     out = run.out
     for r in run.enabled:

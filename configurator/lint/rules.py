@@ -84,8 +84,10 @@ class Context:
 
     def refusals(self, text: str, loc: Loc | None) -> Iterator[Hit]:
         """One hit per vLLM refusal (from the estimate) containing `text`, at `loc`; a refusal that depends
-        on the memory prediction counts only when vLLM refuses across the whole error band."""
-        if self.verdict == "at-risk" and any(m in text for m in MEMORY_REFUSALS):
+        on the memory prediction counts only when vLLM refuses across the whole error band, and on the largest
+        of the GPUs the pod may land on (a refusal only on the smallest is `gpu-choice-refused`, a warning)."""
+        if any(m in text for m in MEMORY_REFUSALS) and (
+                self.verdict == "at-risk" or self.extra.get("largest_gpu_starts")):
             return iter(())
         return (Hit(e, loc) for e in self.errors_with(text))
 
@@ -183,6 +185,24 @@ REGISTRY["internal-error"] = Rule(
       "--gpu-memory-utilization or add GPUs.")
 def _kv_too_small(ctx: Context) -> Iterator[Hit]:
     return ctx.refusals("To serve at least one request", ctx.server.flag_loc("max_model_len"))
+
+
+@rule("gpu-choice-refused", "vLLM refuses on some of the GPUs the pod may land on", "warning",
+      "The pod may be scheduled on several GPU types (node affinity `In [a, b]`, a SkyPilot or dstack set of "
+      "alternatives); on the smallest vLLM refuses for memory, on the largest it starts. Which one it gets is "
+      "the scheduler's choice, so this is not sure to fail, and not sure to start.",
+      "Allow only the GPU types it starts on, or fit the configuration to the smallest (lower --max-model-len, "
+      "--kv-cache-dtype fp8).")
+def _gpu_choice(ctx: Context) -> Iterator[Hit]:
+    larger = ctx.extra.get("largest_gpu_starts")
+    if not larger:
+        return
+    for e in ctx.estimate.errors if ctx.estimate is not None else []:
+        if any(m in e for m in MEMORY_REFUSALS):
+            smallest = getattr(ctx.gpu, "name", "the smallest")
+            yield Hit(f"on {smallest}, the smallest of the GPUs allowed ({', '.join(ctx.extra['allowed_gpus'])}), "
+                      f"vLLM refuses: {e} On {larger}, the largest, it starts.", ctx.server.gpu_loc)
+            return
 
 
 @rule("weights-exceed-gpu", "Weights do not fit the GPUs", "error",

@@ -237,3 +237,27 @@ def test_a_problem_that_names_its_rule_is_reported_under_it():
                            Problem(Loc("bad.yaml", 2), "not valid YAML")], Options())
     assert [(f.rule, f.severity) for f in report.findings] == [("parse-error", "error"),
                                                                 ("template-not-rendered", "info")]
+
+
+def _affinity_deployment(products: list[str], args: list[str]) -> str:
+    """A Deployment whose pod may land on any of `products` (a required node affinity `In [...]`)."""
+    text = deployment(args, label=None)
+    affinity = ("      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                "[{matchExpressions: [{key: nvidia.com/gpu.product, operator: In, values: "
+                + json.dumps(products) + "}]}]}}}\n")
+    return text.replace("      nodeSelector: {}\n", "      nodeSelector: {}\n" + affinity)
+
+
+def test_a_refusal_only_on_the_smallest_allowed_gpu_is_a_warning_and_on_all_an_error():
+    """An error means vLLM surely refuses: where the scheduler may pick a GPU it starts on, a memory refusal on the
+    smallest allowed GPU is the gpu-choice-refused warning (the SkyPilot {L4, ..., A100-80GB} set of the real
+    corpus: tests/corpus/real/skypilot-org-skypilot/gemma-serve.yaml); where it refuses on every one, an error."""
+    args = ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "40960", "--max-num-seqs", "4"]
+    either = run(_affinity_deployment(["NVIDIA-L4", "NVIDIA-A100-SXM4-80GB"], args))
+    rules = {f.rule: f for f in either.findings}
+    assert "kv-cache-too-small" not in rules and "gpu-choice-refused" in rules
+    assert rules["gpu-choice-refused"].severity == "warning" and "a100-80gb" in rules["gpu-choice-refused"].message
+    assert not any(f.severity == "error" for f in either.findings)
+    only_small = run(_affinity_deployment(["NVIDIA-L4", "NVIDIA-A10G"], args))
+    assert "kv-cache-too-small" in {f.rule for f in only_small.findings if f.severity == "error"}
+    assert "gpu-choice-refused" not in {f.rule for f in only_small.findings}
