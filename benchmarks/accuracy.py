@@ -77,7 +77,7 @@ from configurator.units import GiB, MiB
 from configurator.vllm.flags import UNMODELLED_MEMORY_OPTIONS
 from configurator.vllm.overhead_data import era_row
 from configurator.vllm.release_dates import latest_at
-from configurator.vllm.versions import NEWEST, normalize
+from configurator.vllm.versions import NEWEST, behaviour, normalize, sampler_uncertain
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERHEADS = ROOT / "profiles" / "overheads.yaml"
@@ -422,12 +422,13 @@ def cases(paths=ALL_LOGS, unknown_version: str | None = None) -> tuple[list[Case
     return out, skipped
 
 
-def run(case: Case, version: str, coeffs: OverheadCoefficients | None = None):
+def run(case: Case, version: str, coeffs: OverheadCoefficients | None = None, flashinfer: bool | None = None):
     # a record at the tool's default release runs as the tool does when no release is named ('latest': the
-    # newest, with the band of an assumed release)
+    # newest, with the band of an assumed release); `flashinfer`: FlashInfer installed (None: not known, as a log
+    # that does not say; the estimate's band then reaches the other sampler's figure at 0.9.0-0.11.0)
     named = "latest" if case.release.how == "default" and version == NEWEST else version
     return estimate(EstimateRequest(model=case.model, vllm_version=named, flags=dict(case.flags),
-                                    coefficients=coeffs, **case.gpu))
+                                    coefficients=coeffs, flashinfer_installed=flashinfer, **case.gpu))
 
 
 @dataclass(frozen=True)
@@ -452,16 +453,16 @@ class Parts:
                 - int(gb * self.g_base + gl * self.g_layers))
 
 
-def parts(case: Case, version: str) -> Parts:
+def parts(case: Case, version: str, flashinfer: bool | None = None) -> Parts:
     row, _ = era_row(version)
     fixed = coefficients_for(version)
     zero = replace(fixed, sampler_copies_at_256=0.0, non_torch_tp1_bytes=0, non_torch_multi_gpu_bytes=0,
                    runner_buffers_bytes=0, cudagraph_base_bytes=0, cudagraph_per_layer_bytes=0)
-    a = run(case, version, zero)
+    a = run(case, version, zero, flashinfer)
 
     def act(copies: float, exponent: float) -> int:
         co = replace(zero, forward_bytes_per_element=0.0, sampler_copies_at_256=copies, sampler_exponent=exponent)
-        return run(case, version, co).memory.activation_bytes
+        return run(case, version, co, flashinfer).memory.activation_bytes
 
     # what no fitted coefficient moves: the persistent MoE workspace, FlashInfer's sampler (source-counted)
     w = act(0.0, 0.0)
@@ -469,8 +470,9 @@ def parts(case: Case, version: str) -> Parts:
     rows = (act(2.0, 1.0) - act(1.0, 1.0)) / unit if unit else 1.0  # (R / 256)^1
     multi = int(a.flags.get("tensor_parallel_size") or 1) * int(a.flags.get("pipeline_parallel_size") or 1) > 1
     # the CUDA-graph pool's two terms, where this release counts it in the budget (0 where it does not)
-    g_base = run(case, version, replace(zero, cudagraph_base_bytes=GiB)).memory.cudagraph_bytes / GiB
-    g_layers = run(case, version, replace(zero, cudagraph_per_layer_bytes=GiB)).memory.cudagraph_bytes / GiB
+    g_base = run(case, version, replace(zero, cudagraph_base_bytes=GiB), flashinfer).memory.cudagraph_bytes / GiB
+    g_layers = run(case, version, replace(zero, cudagraph_per_layer_bytes=GiB),
+                   flashinfer).memory.cudagraph_bytes / GiB
     return Parts(a.memory.kv_cache_bytes, a.memory.activation_bytes - w, float(unit), rows, multi,
                  str(row["since"]), g_base, g_layers)
 
@@ -633,13 +635,17 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
             if c.gpu_note:
                 res = run(c, version)
             p = parts(c, version) if c.logged_kv is not None else None
+            # where the install decides the profiling sampler (0.9.0-0.11.0), the same parts with FlashInfer's:
+            # the band's high end (estimate/pipeline.py with_band), scored with each fold's coefficients
+            p_fi = parts(c, version, True) if p is not None and sampler_uncertain(behaviour(version)) else None
             alt = run(c, NEWEST) if c.version is None and version != NEWEST else None
         except (ConfiguratorError, LookupError, ValueError) as e:
             skipped.append({"id": c.id, "reason": f"{type(e).__name__}: {str(e)[:180]}"})
             continue
         c.keys = keys_of(c, version)
         c.group = combination(c.keys)
-        rows.append({"case": c, "version": version, "res": res, "parts": p, "kv": res.memory.kv_cache_bytes,
+        rows.append({"case": c, "version": version, "res": res, "parts": p, "parts_fi": p_fi,
+                     "kv": res.memory.kv_cache_bytes,
                      "naive": res.memory.requested_bytes - res.memory.weights_bytes,
                      "weights": res.memory.weights_bytes, "budget": res.memory.requested_bytes,
                      # a record dated, as the tool's default release instead (sensitivity)
@@ -649,6 +655,7 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
     for r in rows:
         if r["parts"]:
             r["fit_kv"] = kv_with(r["parts"], coeffs_from(fitted_all, r["version"]))
+            r["fit_above"] = sampler_above(r, coeffs_from(fitted_all, r["version"]))
     groups = sorted({r["case"].group for r in rows if r["case"].split != "test"})
     for g in groups if cv else ():
         train = [(r["parts"], r["case"].logged_kv) for r in rows if _fitted(r) and r["case"].group != g]
@@ -658,6 +665,7 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
             if r["case"].group == g and r["case"].split != "test":
                 co = coeffs_from(fg, r["version"])
                 r["cv_kv"] = kv_with(r["parts"], co) if r["parts"] else None
+                r["cv_above"] = sampler_above(r, co)
                 r["cv_fit"] = fg
                 if r["parts"]:  # the same with the exponent held where it stood before it was fitted
                     held_fit = held_fit or (fit(train, (HELD_EXPONENT,)) if train else fitted_all)
@@ -667,6 +675,7 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
     for r in rows:  # the test split: never fitted, predicted by the fit on every fitted record
         if r["case"].split == "test":
             r["cv_kv"] = r.get("fit_kv")
+            r["cv_above"] = r.get("fit_above", 0)
             r["cv_verdict"] = r["res"].verdict
             r["cv_fit"] = fitted_all
     dev = [r for r in rows if r["case"].split != "test"]
@@ -674,6 +683,15 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
             "unknown": unknown_version,
             "fit_groups": sorted({r["case"].group for r in dev if _fitted(r)}),
             "kv_groups": sorted({r["case"].group for r in dev if r["parts"]})}
+
+
+def sampler_above(r: dict, co: OverheadCoefficients) -> int:
+    """How far above the prediction the band's high end reaches for the install's sampler (bytes, 0 where the
+    release's sampler does not depend on it): the KV with FlashInfer's sampler less the KV with the native one,
+    both with the coefficients `co` (configurator/vllm/versions.py sampler_uncertain)."""
+    if not r.get("parts_fi") or not r.get("parts"):
+        return 0
+    return max(0, kv_with(r["parts_fi"], co) - kv_with(r["parts"], co))
 
 
 def held_out_verdicts(rows: list[dict], groups: list[str]) -> None:
