@@ -507,7 +507,19 @@ def _graph_terms(xs: list[tuple[float, float, float]]) -> tuple[int, int]:
     return int(gb), int(gl)
 
 
-def _fit_copies(items: list[tuple[Parts, int]], e: float, delta: int) -> tuple[float, float, int, int, int]:
+def _held(y: float, spread: float) -> float:
+    """A residual (predicted - logged) where the prediction can be anywhere from the native sampler's figure to
+    `spread` above it (the install decides the sampler: sampler_above): 0 inside, else the distance to the
+    nearer end. spread 0: the residual itself."""
+    return y if y > 0 or not spread else min(0.0, y + spread)
+
+
+def _interval(item: tuple) -> tuple[Parts, int, Parts | None]:
+    """(parts, logged KV, parts with FlashInfer's sampler or None) from a 2- or 3-tuple fit item."""
+    return (item[0], item[1], item[2] if len(item) > 2 else None)
+
+
+def _fit_copies(items: list[tuple], e: float, delta: int) -> tuple[float, float, int, int, int]:
     """The sort-based sampler's copies at R = 256, the 'consumed' era's own constant and the CUDA-graph
     pool's two terms, jointly, at sampler exponent `e`, minimising the Huber loss (least squares within
     HUBER_BYTES) over every record (the constant: the median residual of its era's records; the graph terms:
@@ -517,26 +529,33 @@ def _fit_copies(items: list[tuple[Parts, int]], e: float, delta: int) -> tuple[f
     (loss, copies, extra, graph base, graph per layer)."""
     best = None
     for k in K_GRID:
-        res = [(p, p.era == CONSUMED_ERA, p.kv(k, e, NON_TORCH_BYTES, delta) - logged) for p, logged in items]
+        # a record whose profiling sampler the install decides (pfi: its parts with FlashInfer's) is explained
+        # anywhere between the two samplers' figures (_held): it does not pull the native sampler's copies
+        res = [(p, p.era == CONSUMED_ERA, p.kv(k, e, NON_TORCH_BYTES, delta) - logged,
+                max(0, pfi.kv(k, e, NON_TORCH_BYTES, delta) - p.kv(k, e, NON_TORCH_BYTES, delta)) if pfi else 0)
+               for p, logged, pfi in map(_interval, items)]
         gb, gl = GRAPH_START
         extra = 0
         for _ in range(2):
-            consumed = [x - int(gb * p.g_base + gl * p.g_layers) for p, c, x in res if c]
+            consumed = [_held(x - int(gb * p.g_base + gl * p.g_layers), sp) for p, c, x, sp in res if c]
             extra = max(int(statistics.median(consumed)), 0) if len(consumed) >= MIN_ERA_RECORDS else 0
-            gb, gl = _graph_terms([(p.g_base, p.g_layers, x - (extra if c else 0)) for p, c, x in res])
-        loss = sum(huber(float(x - (extra if c else 0) - int(gb * p.g_base + gl * p.g_layers))) for p, c, x in res)
+            gb, gl = _graph_terms([(p.g_base, p.g_layers, _held(x - (extra if c else 0), sp))
+                                   for p, c, x, sp in res])
+        loss = sum(huber(float(_held(x - (extra if c else 0) - int(gb * p.g_base + gl * p.g_layers), sp)))
+                   for p, c, x, sp in res)
         if best is None or loss < best[0]:
             best = (loss, k, extra, gb, gl)
     return best
 
 
-def fit(items: list[tuple[Parts, int]], exponents: list[float] | tuple[float, ...] = EXP_GRID) -> Fitted:
+def fit(items: list[tuple], exponents: list[float] | tuple[float, ...] = EXP_GRID) -> Fitted:
     """Huber loss (see _fit_copies), pooled over every era: the sort-based sampler's copies at R = 256
     and its exponent in R (EXP_GRID; records at R = 256 and at R = 1,024 tell them apart); one constant of
     its own for the 'consumed' accounting era (CONSUMED_ERA) when at least MIN_ERA_RECORDS of its records
     are in the training set (else none); one multi-GPU constant; the CUDA-graph pool's base and per-layer
     terms. A row whose sampler is FlashInfer's does not use the copies (source-counted)."""
-    eras = sorted({p.era for p, _ in items} | {str(e["since"]) for e in _era_rows()})
+    items = [_interval(x) for x in items]
+    eras = sorted({p.era for p, _, _ in items} | {str(e["since"]) for e in _era_rows()})
     best: tuple[float, Fitted] | None = None
     for e in exponents:
         delta = 420 * MiB
@@ -546,7 +565,9 @@ def fit(items: list[tuple[Parts, int]], exponents: list[float] | tuple[float, ..
             loss, k, extra, gb, gl = _fit_copies(items, e, delta)
             per = {era: (k, NON_TORCH_BYTES + (extra if era == CONSUMED_ERA else 0)) for era in eras}
             per["*"] = (k, NON_TORCH_BYTES)
-            multi = [p.kv(k, e, per[p.era][1], 0, gb, gl) - g for p, g in items if p.multi]
+            multi = [_held(p.kv(k, e, per[p.era][1], 0, gb, gl) - g,
+                           max(0, pfi.kv(k, e, per[p.era][1], 0, gb, gl) - p.kv(k, e, per[p.era][1], 0, gb, gl))
+                           if pfi else 0) for p, g, pfi in items if p.multi]
             delta = max(int(statistics.median(multi)), 0) if multi else delta
         if best is None or loss < best[0]:
             best = (loss, Fitted(per, delta, e, gb, gl))
@@ -584,6 +605,12 @@ def _pct(xs: list[float], q: float) -> float:
 def stats(errs: list[float]) -> dict:
     a = [abs(e) for e in errs]
     return {"n": len(a), "median": statistics.median(a) if a else float("nan"), "p90": _pct(a, 0.9)}
+
+
+def fit_item(r: dict) -> tuple[Parts, int, Parts | None]:
+    """A fitted record as the fit takes it: its parts, logged KV and, where the install decides the profiling
+    sampler, its parts with FlashInfer's (the fit then counts it as explained between the two)."""
+    return (r["parts"], r["case"].logged_kv, r.get("parts_fi"))
 
 
 def _fitted(r: dict) -> bool:
@@ -651,14 +678,14 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
                      # a record dated, as the tool's default release instead (sensitivity)
                      "default_kv": alt.memory.kv_cache_bytes if alt else None,
                      "default_verdict": alt.verdict if alt else None})
-    fitted_all = fit([(r["parts"], r["case"].logged_kv) for r in rows if _fitted(r)])
+    fitted_all = fit([fit_item(r) for r in rows if _fitted(r)])
     for r in rows:
         if r["parts"]:
             r["fit_kv"] = kv_with(r["parts"], coeffs_from(fitted_all, r["version"]))
             r["fit_above"] = sampler_above(r, coeffs_from(fitted_all, r["version"]))
     groups = sorted({r["case"].group for r in rows if r["case"].split != "test"})
     for g in groups if cv else ():
-        train = [(r["parts"], r["case"].logged_kv) for r in rows if _fitted(r) and r["case"].group != g]
+        train = [fit_item(r) for r in rows if _fitted(r) and r["case"].group != g]
         fg = fit(train) if train else fitted_all
         held_fit = None
         for r in rows:
