@@ -77,7 +77,7 @@ from configurator.units import GiB, MiB
 from configurator.vllm.flags import UNMODELLED_MEMORY_OPTIONS
 from configurator.vllm.overhead_data import era_row
 from configurator.vllm.release_dates import latest_at
-from configurator.vllm.versions import NEWEST, normalize
+from configurator.vllm.versions import NEWEST, behaviour, normalize, sampler_uncertain
 
 ROOT = Path(__file__).resolve().parents[1]
 OVERHEADS = ROOT / "profiles" / "overheads.yaml"
@@ -422,12 +422,13 @@ def cases(paths=ALL_LOGS, unknown_version: str | None = None) -> tuple[list[Case
     return out, skipped
 
 
-def run(case: Case, version: str, coeffs: OverheadCoefficients | None = None):
+def run(case: Case, version: str, coeffs: OverheadCoefficients | None = None, flashinfer: bool | None = None):
     # a record at the tool's default release runs as the tool does when no release is named ('latest': the
-    # newest, with the band of an assumed release)
+    # newest, with the band of an assumed release); `flashinfer`: FlashInfer installed (None: not known, as a log
+    # that does not say; the estimate's band then reaches the other sampler's figure at 0.9.0-0.11.0)
     named = "latest" if case.release.how == "default" and version == NEWEST else version
     return estimate(EstimateRequest(model=case.model, vllm_version=named, flags=dict(case.flags),
-                                    coefficients=coeffs, **case.gpu))
+                                    coefficients=coeffs, flashinfer_installed=flashinfer, **case.gpu))
 
 
 @dataclass(frozen=True)
@@ -452,16 +453,16 @@ class Parts:
                 - int(gb * self.g_base + gl * self.g_layers))
 
 
-def parts(case: Case, version: str) -> Parts:
+def parts(case: Case, version: str, flashinfer: bool | None = None) -> Parts:
     row, _ = era_row(version)
     fixed = coefficients_for(version)
     zero = replace(fixed, sampler_copies_at_256=0.0, non_torch_tp1_bytes=0, non_torch_multi_gpu_bytes=0,
                    runner_buffers_bytes=0, cudagraph_base_bytes=0, cudagraph_per_layer_bytes=0)
-    a = run(case, version, zero)
+    a = run(case, version, zero, flashinfer)
 
     def act(copies: float, exponent: float) -> int:
         co = replace(zero, forward_bytes_per_element=0.0, sampler_copies_at_256=copies, sampler_exponent=exponent)
-        return run(case, version, co).memory.activation_bytes
+        return run(case, version, co, flashinfer).memory.activation_bytes
 
     # what no fitted coefficient moves: the persistent MoE workspace, FlashInfer's sampler (source-counted)
     w = act(0.0, 0.0)
@@ -469,8 +470,9 @@ def parts(case: Case, version: str) -> Parts:
     rows = (act(2.0, 1.0) - act(1.0, 1.0)) / unit if unit else 1.0  # (R / 256)^1
     multi = int(a.flags.get("tensor_parallel_size") or 1) * int(a.flags.get("pipeline_parallel_size") or 1) > 1
     # the CUDA-graph pool's two terms, where this release counts it in the budget (0 where it does not)
-    g_base = run(case, version, replace(zero, cudagraph_base_bytes=GiB)).memory.cudagraph_bytes / GiB
-    g_layers = run(case, version, replace(zero, cudagraph_per_layer_bytes=GiB)).memory.cudagraph_bytes / GiB
+    g_base = run(case, version, replace(zero, cudagraph_base_bytes=GiB), flashinfer).memory.cudagraph_bytes / GiB
+    g_layers = run(case, version, replace(zero, cudagraph_per_layer_bytes=GiB),
+                   flashinfer).memory.cudagraph_bytes / GiB
     return Parts(a.memory.kv_cache_bytes, a.memory.activation_bytes - w, float(unit), rows, multi,
                  str(row["since"]), g_base, g_layers)
 
@@ -505,7 +507,19 @@ def _graph_terms(xs: list[tuple[float, float, float]]) -> tuple[int, int]:
     return int(gb), int(gl)
 
 
-def _fit_copies(items: list[tuple[Parts, int]], e: float, delta: int) -> tuple[float, float, int, int, int]:
+def _held(y: float, spread: float) -> float:
+    """A residual (predicted - logged) where the prediction can be anywhere from the native sampler's figure to
+    `spread` above it (the install decides the sampler: sampler_above): 0 inside, else the distance to the
+    nearer end. spread 0: the residual itself."""
+    return y if y > 0 or not spread else min(0.0, y + spread)
+
+
+def _interval(item: tuple) -> tuple[Parts, int, Parts | None]:
+    """(parts, logged KV, parts with FlashInfer's sampler or None) from a 2- or 3-tuple fit item."""
+    return (item[0], item[1], item[2] if len(item) > 2 else None)
+
+
+def _fit_copies(items: list[tuple], e: float, delta: int) -> tuple[float, float, int, int, int]:
     """The sort-based sampler's copies at R = 256, the 'consumed' era's own constant and the CUDA-graph
     pool's two terms, jointly, at sampler exponent `e`, minimising the Huber loss (least squares within
     HUBER_BYTES) over every record (the constant: the median residual of its era's records; the graph terms:
@@ -515,26 +529,33 @@ def _fit_copies(items: list[tuple[Parts, int]], e: float, delta: int) -> tuple[f
     (loss, copies, extra, graph base, graph per layer)."""
     best = None
     for k in K_GRID:
-        res = [(p, p.era == CONSUMED_ERA, p.kv(k, e, NON_TORCH_BYTES, delta) - logged) for p, logged in items]
+        # a record whose profiling sampler the install decides (pfi: its parts with FlashInfer's) is explained
+        # anywhere between the two samplers' figures (_held): it does not pull the native sampler's copies
+        res = [(p, p.era == CONSUMED_ERA, p.kv(k, e, NON_TORCH_BYTES, delta) - logged,
+                max(0, pfi.kv(k, e, NON_TORCH_BYTES, delta) - p.kv(k, e, NON_TORCH_BYTES, delta)) if pfi else 0)
+               for p, logged, pfi in map(_interval, items)]
         gb, gl = GRAPH_START
         extra = 0
         for _ in range(2):
-            consumed = [x - int(gb * p.g_base + gl * p.g_layers) for p, c, x in res if c]
+            consumed = [_held(x - int(gb * p.g_base + gl * p.g_layers), sp) for p, c, x, sp in res if c]
             extra = max(int(statistics.median(consumed)), 0) if len(consumed) >= MIN_ERA_RECORDS else 0
-            gb, gl = _graph_terms([(p.g_base, p.g_layers, x - (extra if c else 0)) for p, c, x in res])
-        loss = sum(huber(float(x - (extra if c else 0) - int(gb * p.g_base + gl * p.g_layers))) for p, c, x in res)
+            gb, gl = _graph_terms([(p.g_base, p.g_layers, _held(x - (extra if c else 0), sp))
+                                   for p, c, x, sp in res])
+        loss = sum(huber(float(_held(x - (extra if c else 0) - int(gb * p.g_base + gl * p.g_layers), sp)))
+                   for p, c, x, sp in res)
         if best is None or loss < best[0]:
             best = (loss, k, extra, gb, gl)
     return best
 
 
-def fit(items: list[tuple[Parts, int]], exponents: list[float] | tuple[float, ...] = EXP_GRID) -> Fitted:
+def fit(items: list[tuple], exponents: list[float] | tuple[float, ...] = EXP_GRID) -> Fitted:
     """Huber loss (see _fit_copies), pooled over every era: the sort-based sampler's copies at R = 256
     and its exponent in R (EXP_GRID; records at R = 256 and at R = 1,024 tell them apart); one constant of
     its own for the 'consumed' accounting era (CONSUMED_ERA) when at least MIN_ERA_RECORDS of its records
     are in the training set (else none); one multi-GPU constant; the CUDA-graph pool's base and per-layer
     terms. A row whose sampler is FlashInfer's does not use the copies (source-counted)."""
-    eras = sorted({p.era for p, _ in items} | {str(e["since"]) for e in _era_rows()})
+    items = [_interval(x) for x in items]
+    eras = sorted({p.era for p, _, _ in items} | {str(e["since"]) for e in _era_rows()})
     best: tuple[float, Fitted] | None = None
     for e in exponents:
         delta = 420 * MiB
@@ -544,7 +565,9 @@ def fit(items: list[tuple[Parts, int]], exponents: list[float] | tuple[float, ..
             loss, k, extra, gb, gl = _fit_copies(items, e, delta)
             per = {era: (k, NON_TORCH_BYTES + (extra if era == CONSUMED_ERA else 0)) for era in eras}
             per["*"] = (k, NON_TORCH_BYTES)
-            multi = [p.kv(k, e, per[p.era][1], 0, gb, gl) - g for p, g in items if p.multi]
+            multi = [_held(p.kv(k, e, per[p.era][1], 0, gb, gl) - g,
+                           max(0, pfi.kv(k, e, per[p.era][1], 0, gb, gl) - p.kv(k, e, per[p.era][1], 0, gb, gl))
+                           if pfi else 0) for p, g, pfi in items if p.multi]
             delta = max(int(statistics.median(multi)), 0) if multi else delta
         if best is None or loss < best[0]:
             best = (loss, Fitted(per, delta, e, gb, gl))
@@ -582,6 +605,12 @@ def _pct(xs: list[float], q: float) -> float:
 def stats(errs: list[float]) -> dict:
     a = [abs(e) for e in errs]
     return {"n": len(a), "median": statistics.median(a) if a else float("nan"), "p90": _pct(a, 0.9)}
+
+
+def fit_item(r: dict) -> tuple[Parts, int, Parts | None]:
+    """A fitted record as the fit takes it: its parts, logged KV and, where the install decides the profiling
+    sampler, its parts with FlashInfer's (the fit then counts it as explained between the two)."""
+    return (r["parts"], r["case"].logged_kv, r.get("parts_fi"))
 
 
 def _fitted(r: dict) -> bool:
@@ -633,31 +662,37 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
             if c.gpu_note:
                 res = run(c, version)
             p = parts(c, version) if c.logged_kv is not None else None
+            # where the install decides the profiling sampler (0.9.0-0.11.0), the same parts with FlashInfer's:
+            # the band's high end (estimate/pipeline.py with_band), scored with each fold's coefficients
+            p_fi = parts(c, version, True) if p is not None and sampler_uncertain(behaviour(version)) else None
             alt = run(c, NEWEST) if c.version is None and version != NEWEST else None
         except (ConfiguratorError, LookupError, ValueError) as e:
             skipped.append({"id": c.id, "reason": f"{type(e).__name__}: {str(e)[:180]}"})
             continue
         c.keys = keys_of(c, version)
         c.group = combination(c.keys)
-        rows.append({"case": c, "version": version, "res": res, "parts": p, "kv": res.memory.kv_cache_bytes,
+        rows.append({"case": c, "version": version, "res": res, "parts": p, "parts_fi": p_fi,
+                     "kv": res.memory.kv_cache_bytes,
                      "naive": res.memory.requested_bytes - res.memory.weights_bytes,
                      "weights": res.memory.weights_bytes, "budget": res.memory.requested_bytes,
                      # a record dated, as the tool's default release instead (sensitivity)
                      "default_kv": alt.memory.kv_cache_bytes if alt else None,
                      "default_verdict": alt.verdict if alt else None})
-    fitted_all = fit([(r["parts"], r["case"].logged_kv) for r in rows if _fitted(r)])
+    fitted_all = fit([fit_item(r) for r in rows if _fitted(r)])
     for r in rows:
         if r["parts"]:
             r["fit_kv"] = kv_with(r["parts"], coeffs_from(fitted_all, r["version"]))
+            r["fit_above"] = sampler_above(r, coeffs_from(fitted_all, r["version"]))
     groups = sorted({r["case"].group for r in rows if r["case"].split != "test"})
     for g in groups if cv else ():
-        train = [(r["parts"], r["case"].logged_kv) for r in rows if _fitted(r) and r["case"].group != g]
+        train = [fit_item(r) for r in rows if _fitted(r) and r["case"].group != g]
         fg = fit(train) if train else fitted_all
         held_fit = None
         for r in rows:
             if r["case"].group == g and r["case"].split != "test":
                 co = coeffs_from(fg, r["version"])
                 r["cv_kv"] = kv_with(r["parts"], co) if r["parts"] else None
+                r["cv_above"] = sampler_above(r, co)
                 r["cv_fit"] = fg
                 if r["parts"]:  # the same with the exponent held where it stood before it was fitted
                     held_fit = held_fit or (fit(train, (HELD_EXPONENT,)) if train else fitted_all)
@@ -667,6 +702,7 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
     for r in rows:  # the test split: never fitted, predicted by the fit on every fitted record
         if r["case"].split == "test":
             r["cv_kv"] = r.get("fit_kv")
+            r["cv_above"] = r.get("fit_above", 0)
             r["cv_verdict"] = r["res"].verdict
             r["cv_fit"] = fitted_all
     dev = [r for r in rows if r["case"].split != "test"]
@@ -674,6 +710,15 @@ def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True
             "unknown": unknown_version,
             "fit_groups": sorted({r["case"].group for r in dev if _fitted(r)}),
             "kv_groups": sorted({r["case"].group for r in dev if r["parts"]})}
+
+
+def sampler_above(r: dict, co: OverheadCoefficients) -> int:
+    """How far above the prediction the band's high end reaches for the install's sampler (bytes, 0 where the
+    release's sampler does not depend on it): the KV with FlashInfer's sampler less the KV with the native one,
+    both with the coefficients `co` (configurator/vllm/versions.py sampler_uncertain)."""
+    if not r.get("parts_fi") or not r.get("parts"):
+        return 0
+    return max(0, kv_with(r["parts_fi"], co) - kv_with(r["parts"], co))
 
 
 def held_out_verdicts(rows: list[dict], groups: list[str]) -> None:
@@ -789,6 +834,7 @@ def published(s: dict) -> str:
     cov = "-" if t["kv"]["n"] == 0 else f"{a['test_coverage']:.0%}"
     strong = [x for x in a["strata"] if x["n"] >= 5]
     under = [f"{x['stratum']} {x['held_out']:.0%} of {x['n']}" for x in strong if x["held_out"] < 0.9]
+    n_above = sum(1 for r in a["rows"] if r.get("above"))
     return (f"On the {s['all']['in']['n']} records (dev, dev2 and the found set's train split) that log their "
             f"available KV memory, the error (median / 90th percentile) is {f(s['in'])} in-sample and "
             f"{f(s['cv'])} cross-validated leave-one-combination-out (every record predicted by coefficients "
@@ -803,7 +849,9 @@ def published(s: dict) -> str:
             f"{len(v['cv_refused_predicted_fits'])} and {len(v['cv_at_risk_started'])}). The band of a "
             f"combination no log covers is {unit}, the spread held-out combinations show; a key value of at least "
             f"5 records gets its own width, the 90th percentile of its records' held-out errors, and an estimate "
-            f"takes the widest of its keys' (median half-width {a['median_width']:.2f} GiB on these records). "
+            f"takes the widest of its keys' (median half-width {a['median_width']:.2f} GiB on these records); "
+            f"where the install decides vLLM's profiling sampler (0.9.0-0.11.0, {n_above} of these records) the "
+            f"high end reaches FlashInfer's smaller peak, a median {_median_above(a['rows']):.2f} GiB further. "
             f"Scored with each combination against the band built without it: {a['held_out']:.0%} of the errors "
             f"held, at least 90% in {len(strong) - len(under)} of the {len(strong)} strata of at least 5 records"
             f"{' (under: ' + '; '.join(under) + ')' if under else ''}. The found set's test split, never fitted: "
@@ -1006,6 +1054,13 @@ def report(ev: dict, s: dict) -> list[str]:
     return out
 
 
+def _median_above(rows: list[dict]) -> float:
+    """The median reach of the band's high end above the prediction for the install's sampler (GiB), over the
+    records where it applies (0 when none)."""
+    xs = [r["above"] / GiB for r in rows if r.get("above")]
+    return statistics.median(xs) if xs else 0.0
+
+
 def band_section(ev: dict, s: dict) -> list[str]:
     """The test split apart, then the per-stratum table of benchmarks/error_band.py's band."""
     import error_band  # imports this module: loaded here, not at the top
@@ -1033,7 +1088,10 @@ def band_section(ev: dict, s: dict) -> list[str]:
            f"scored on the residuals it was built from; decides nothing). Target: held-out coverage >= "
            f"{error_band.COVERAGE_TARGET:.0%} in every stratum of >= {error_band.MIN_STRATUM} records. An "
            "over-prediction of a KV layout the estimate names as not modelled is inside the band whatever its width "
-           "(the band reaches down to no KV there).", "",
+           "(the band reaches down to no KV there). A residual is held when low <= logged <= high: where the install "
+           "decides the profiling sampler (0.9.0-0.11.0, FlashInfer's where it is installed) the high end reaches "
+           f"FlashInfer's smaller peak, on {sum(1 for r in a['rows'] if r.get('above'))} of these records (median "
+           f"{_median_above(a['rows']):.2f} GiB above the prediction; the same overhead model, not fitted).", "",
            "| stratum | n | median GiB | p90 GiB | in-sample coverage | held-out coverage | held-out misses |",
            "|---|---|---|---|---|---|---|",
            *(f"| {_cell(x['stratum'])} | {x['n']} | {x['median']:.2f} | {x['p90']:.2f} | "

@@ -65,7 +65,7 @@ def residuals(ev: dict | None = None, split: str = "fit") -> list[dict]:
         if r.get("cv_kv") is None or (c.split == "test") != (split == "test"):
             continue
         out.append({"id": c.id, "keys": c.keys, "combination": combination(c.keys), "budget": r["budget"],
-                    "residual": r["cv_kv"] - c.logged_kv,
+                    "residual": r["cv_kv"] - c.logged_kv, "above": int(r.get("cv_above") or 0),
                     "open": unmodelled_layout(c.model, c.flags) is not None})
     return out
 
@@ -86,9 +86,13 @@ def _scale(r: dict, unit: str) -> float:
 
 
 def _need(r: dict, unit: str) -> float:
-    """The half-width (in `unit`) that holds this residual: |residual|, or 0 for an over-prediction where the
-    estimate's band reaches down to no KV anyway (r['open'])."""
-    return 0.0 if r.get("open") and r["residual"] > 0 else abs(r["residual"]) / _scale(r, unit)
+    """The half-width (in `unit`) that holds this residual (held when low <= logged <= high): |residual|; an
+    under-prediction less how far the band's high end already reaches above the prediction for the install's
+    profiling sampler (r['above'], 0.9.0-0.11.0: FlashInfer's where it is installed); 0 for an over-prediction
+    where the estimate's band reaches down to no KV anyway (r['open'])."""
+    if r["residual"] > 0:
+        return 0.0 if r.get("open") else r["residual"] / _scale(r, unit)
+    return max(0, -r["residual"] - int(r.get("above") or 0)) / _scale(r, unit)
 
 
 def _kvs(r: dict) -> list[str]:

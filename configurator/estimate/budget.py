@@ -31,7 +31,7 @@ from configurator.units import MiB, format_gib
 from configurator.vllm import messages
 from configurator.vllm.defaults import cudagraph_capture_sizes
 from configurator.vllm.overhead_data import era_row
-from configurator.vllm.versions import flashinfer_sampler_runs
+from configurator.vllm.versions import flashinfer_sampler_runs, sampler_uncertain
 
 # CUDA context + cuBLAS handles created before vLLM's baseline snapshot (not counted against the
 # KV pool, but they must fit in the (1 - util) margin): ~0.3-0.6 GiB per process (vLLM issue logs).
@@ -62,6 +62,9 @@ class Budget:
     derivation: tuple[str, ...] = ()
     # optional features (LoRA slots, ...): already inside weights_bytes and the overheads
     features: FeatureMemory = field(default_factory=FeatureMemory)
+    # how much more KV the other profiling sampler leaves where the install decides which runs (0.9.0-0.11.0:
+    # FlashInfer's where it is installed; versions.sampler_uncertain): the band's high end reaches it
+    sampler_spread_bytes: int = 0
 
 
 def coefficients_for(version: str) -> OverheadCoefficients:
@@ -208,6 +211,8 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
                           first_stage=pp == 1)
     weights = max(0, w.per_rank_bytes + feats.weights_bytes)
     ov = _overheads(inp, req, len(stages[-1]))
+    spread = 0 if cal is not None or not sampler_uncertain(b, req.flashinfer_installed) else max(
+        0, ov.activation_bytes - _overheads(inp, req, len(stages[-1]), flashinfer=True).activation_bytes)
     # runner buffers (and a drafter's persistent input buffers) are allocated before profiling: vLLM takes them
     # from the KV pool only where it subtracts the free-memory drop since start-up (the 'consumed' accounting)
     other = ov.runner_bytes + feats.drafter_buffers_bytes if b.accounting == "consumed" else 0
@@ -233,11 +238,13 @@ def plan_budget(inp: Inputs, req: EstimateRequest) -> Budget:
                   other_bytes=other, available_bytes=available, free_bytes=free, kv_bytes_flag=kv_bytes_flag,
                   stages=tuple(stages), weights_oom=weights_oom, calibrated=cal is not None, errors=tuple(errors),
                   calibrated_other_layout=cal is not None and calibration_layout(cal) != (tp, pp),
-                  warnings=tuple(warnings), derivation=tuple(derivation), features=feats)
+                  warnings=tuple(warnings), derivation=tuple(derivation), features=feats,
+                  sampler_spread_bytes=spread)
 
 
-def _overheads(inp: Inputs, req: EstimateRequest, num_layers_on_rank: int) -> Overheads:
-    """The predicted activation peak, non-torch memory, CUDA graphs and runner buffers of the last stage's rank."""
+def _overheads(inp: Inputs, req: EstimateRequest, num_layers_on_rank: int, flashinfer: bool = False) -> Overheads:
+    """The predicted activation peak, non-torch memory, CUDA graphs and runner buffers of the last stage's rank
+    (`flashinfer`: with FlashInfer's sampler where the release defaults to it, whatever the install)."""
     b, model = inp.b, inp.model
     tc = model.text_config
     return estimate_overheads(
@@ -251,7 +258,8 @@ def _overheads(inp: Inputs, req: EstimateRequest, num_layers_on_rank: int) -> Ov
         moe_intermediate_size=(expert_intermediate(tc) or model.intermediate_size or 0) if inp.is_moe else 0,
         experts_per_token=experts_per_token(tc) if inp.is_moe else 0,
         num_capture_sizes=len(capture_sizes(inp)),
-        moe_workspace_persistent=b.moe_workspace_persistent, flashinfer_sampler=flashinfer_sampler_runs(b))
+        moe_workspace_persistent=b.moe_workspace_persistent,
+        flashinfer_sampler=flashinfer_sampler_runs(b, True if flashinfer else req.flashinfer_installed))
 
 
 def _feature_warnings(inp: Inputs, w: WeightEstimate, feats: FeatureMemory, off: set[str]) -> list[str]:

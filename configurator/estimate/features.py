@@ -158,7 +158,8 @@ def plan_features(model: ModelSpec, flags: dict[str, Any], *, version: str, dtyp
         lora = plan_lora(model, flags, version=version, dtype=dtype, tp=tp, layers=layers, num_tokens=num_tokens)
     return FeatureMemory(lora=lora, spec=spec, parallel=par,
                          mm=plan_multimodal(model, flags, dtype=dtype, num_tokens=num_tokens, max_num_seqs=max_num_seqs,
-                                            max_model_len=max_model_len or num_tokens, chunked=chunked)
+                                            max_model_len=max_model_len or num_tokens, chunked=chunked,
+                                            version=version)
                          if first_stage else None,
                          cpu_offload_bytes=cpu_offload_bytes(gib, base), cpu_offload_requested=gib,
                          unmodelled_layout=unmodelled_layout(model, flags, max_model_len=max_model_len or num_tokens,

@@ -181,7 +181,7 @@ def resolve_inputs(req: EstimateRequest) -> Inputs:
                                   mamba_all=str(f.get("mamba_cache_mode")) == "all")):
         v2, mcb = False, ((2 if pp == 1 else pp) if b.in_flight == "batches" else 1)
         warnings.append(f"Model Runner V2 does not yet support {', '.join(off)}; using the V1 model runner")
-    if note := sampler_note(b):
+    if note := sampler_note(b, req.flashinfer_installed):
         warnings.append(note)
     if spec is not None and spec.error:
         errors.append(spec.error)

@@ -56,6 +56,14 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
     else:
         below, above = band.below, band.above
         why = f"{basis} (profiles/error_bands.yaml)"
+    if budget.sampler_spread_bytes and not budget.kv_bytes_flag:
+        # which profiling sampler runs depends on the install (versions.sampler_uncertain): the low end counts the
+        # PyTorch-native sampler's peak, the high end FlashInfer's (the same overhead model, not fitted)
+        above += budget.sampler_spread_bytes
+        extra = (f"; high end +{format_gib(budget.sampler_spread_bytes)} GiB: FlashInfer's profiling sampler "
+                 "where it is installed (the official vllm/vllm-openai image) holds that much less than the native one")
+        why += extra
+        basis += extra
     if budget.features.unmodelled_layout and not budget.kv_bytes_flag:
         # a KV layout the tool does not model (its own warning names it): what vLLM's check needs per request is
         # unknown, so the pessimistic end is no KV at all and the verdict can be `at-risk`, never a silent `fits`

@@ -158,3 +158,6 @@ class EstimateRequest:
     entry: str = "server"
     coefficients: OverheadCoefficients | None = None  # None: the release's fitted coefficients
     calibration: CalibrationLike | None = None  # measured weights and overheads from a real log
+    # FlashInfer importable where vLLM runs (True: the official vllm/vllm-openai image; False: a plain pip install;
+    # None: unknown, so at 0.9.0-0.11.0 the band's high end reaches FlashInfer's smaller sampler peak)
+    flashinfer_installed: bool | None = None

@@ -54,7 +54,8 @@ class OverheadCoefficients:
 
 DEFAULT_COEFFICIENTS = OverheadCoefficients()
 # FlashInfer's top-k / top-p sampler (the default 0.9.0-0.11.0 where FlashInfer is installed: the official image,
-# not a plain pip install, which the estimate assumes: configurator/vllm/versions.py flashinfer_sampler_runs) holds,
+# not a plain pip install; configurator/vllm/versions.py flashinfer_sampler_runs: the estimate counts the native
+# sampler unless the install is named, and the band's high end reaches this one's figure, sampler_uncertain) holds,
 # counted in fp32 R x vocab units: the model's bf16 logits (0.5), their fp32 copy (Sampler.forward:
 # logits.to(torch.float32), 1) and the softmax probabilities it samples from (1). Not fitted; the sort-based
 # PyTorch path is (sampler_copies).

@@ -461,23 +461,45 @@ def version_from_image(image: str) -> tuple[str, str | None]:
         return NEWEST, f"{e}: assuming {NEWEST}"
 
 
-def flashinfer_sampler_runs(b: Behaviour) -> bool:
-    """Whether the profiling run samples with FlashInfer, as the tool assumes vLLM is installed: a plain
-    `pip install vllm` (the wheel's own requirements). FlashInfer's sampler is the default only in 0.9.0-0.11.0,
-    whose wheels do not require FlashInfer, so never: the PyTorch-native sampler's larger peak is the one counted
-    (the cautious side for `fits`); sampler_note names the official image's smaller one."""
-    return b.flashinfer_sampler and b.flashinfer_in_wheel
+def flashinfer_sampler_runs(b: Behaviour, installed: bool | None = None) -> bool:
+    """Whether the profiling run samples with FlashInfer. `installed`: whether FlashInfer is importable where vLLM
+    runs (True: the official vllm/vllm-openai image, which ships it; False: a plain `pip install vllm`; None: not
+    known, taken as the wheel's own requirements). FlashInfer's sampler is the default only in 0.9.0-0.11.0, whose
+    wheels do not require FlashInfer, so unless the install is named the PyTorch-native sampler's larger peak is
+    the one counted (the cautious side for `fits`; the band's high end reaches FlashInfer's: sampler_uncertain)."""
+    return b.flashinfer_sampler and (b.flashinfer_in_wheel or bool(installed))
 
 
-def sampler_note(b: Behaviour) -> str | None:
+def sampler_uncertain(b: Behaviour, installed: bool | None = None) -> bool:
+    """The profiling sampler depends on an install the estimate does not know: FlashInfer's sampler is the
+    release's default where FlashInfer is importable (v1/sample/ops/topk_topp_sampler.py, 0.9.0-0.11.0) and the
+    wheel does not require it (METADATA: an extra of 0.9.0 / 0.11.0), and `installed` is None."""
+    return b.flashinfer_sampler and not b.flashinfer_in_wheel and installed is None
+
+
+def image_ships_flashinfer(image: str) -> bool | None:
+    """Whether a container image is known to ship FlashInfer: the official vllm/vllm-openai image installs it
+    (docker/Dockerfile of 0.9.0-0.11.0 installs flashinfer-python into the image); None for any other image (a
+    custom image may or may not install it)."""
+    name = str(image or "").split("@", 1)[0].lower()
+    if ":" in name.rsplit("/", 1)[-1]:
+        name = name.rsplit(":", 1)[0]
+    return True if name in ("vllm/vllm-openai", "docker.io/vllm/vllm-openai") else None
+
+
+def sampler_note(b: Behaviour, installed: bool | None = None) -> str | None:
     """Where the profiling sampler depends on how vLLM was installed (FlashInfer's by default only when it is
     importable, and the wheel does not require it), what the estimate assumes; else None."""
     if not b.flashinfer_sampler or b.flashinfer_in_wheel:
         return None
+    if installed is not None:
+        return (f"vLLM {b.version} samples with FlashInfer by default where it is installed: counted with "
+                f"{'FlashInfer' if installed else 'the PyTorch-native'} sampler's profiling peak (FlashInfer "
+                f"{'installed, as in the official vllm/vllm-openai image' if installed else 'not installed'})")
     return (f"vLLM {b.version} samples with FlashInfer only when it is installed: a plain `pip install "
-            f"vllm=={b.version}` does not install it (assumed here: the PyTorch-native sampler's larger profiling "
-            f"peak); the official vllm/vllm-openai image ships it, and there the sampler holds less, so the KV "
-            f"cache is larger than estimated")
+            f"vllm=={b.version}` does not install it (the low end of the band and the estimate: the PyTorch-native "
+            f"sampler's larger profiling peak); the official vllm/vllm-openai image ships it, and there the sampler "
+            f"holds less, so the band's high end reaches the KV cache with FlashInfer's sampler")
 
 
 BEHAVIOUR_FIELDS = tuple(f.name for f in fields(Behaviour))
