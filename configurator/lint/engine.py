@@ -25,6 +25,7 @@ from configurator.lint.load import Document, Problem
 from configurator.lint.parallel import per_gpu_unknown
 from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
 from configurator.model.resolver import manifest_model
+from configurator.vllm.versions import image_ships_flashinfer
 
 IGNORE_ANNOTATION = ANNOTATION_PREFIX + "ignore"  # "rule-a,rule-b" or "all" (no reason)
 IGNORE_ALL_ANNOTATION = ANNOTATION_PREFIX + "ignore-all"  # "<reason>"
@@ -242,21 +243,25 @@ def _estimate_flags(server: Server) -> dict[str, Any]:
     return {k: v for k, v in server.flags.items() if k != "model"}
 
 
-def _request(model: Any, gpu: Any, version: str, flags: dict, used: int = 0) -> EstimateRequest:
+def _request(model: Any, gpu: Any, version: str, flags: dict, used: int = 0,
+             flashinfer: bool | None = None) -> EstimateRequest:
+    """`flashinfer`: whether the image ships FlashInfer (vllm.versions.image_ships_flashinfer: the official image
+    does; None when unknown), which decides the profiling sampler of 0.9.0-0.11.0 and so the band's high end."""
     return EstimateRequest(model=model, gpu=gpu.name if gpu.name != "custom" else None,
                            gpu_memory=f"{gpu.total_bytes}B" if gpu.name == "custom" else None,
-                           vllm_version=version, flags=flags, gpu_memory_used=used)
+                           vllm_version=version, flags=flags, gpu_memory_used=used, flashinfer_installed=flashinfer)
 
 
-def _estimate_once(cache: dict, model: Any, gpu: Any, version: str, flags: dict, used: int = 0) -> Any:
+def _estimate_once(cache: dict, model: Any, gpu: Any, version: str, flags: dict, used: int = 0,
+                   flashinfer: bool | None = None) -> Any:
     """`estimate` for one (model, GPU, release, flags, memory in use) key, computed once per run: public
     manifests repeat the same server many times (replicas of a chart, one Deployment per namespace), and
     estimate is pure. A refusal (InputError) is remembered and raised again, like the first time."""
-    key = (id(model), gpu.name, gpu.total_bytes, version, repr(sorted(flags.items())), used)
+    key = (id(model), gpu.name, gpu.total_bytes, version, repr(sorted(flags.items())), used, flashinfer)
     hit = cache.get(key)
     if hit is None:
         try:
-            hit = (estimate(_request(model, gpu, version, flags, used)), None)
+            hit = (estimate(_request(model, gpu, version, flags, used, flashinfer)), None)
         except InputError as e:
             hit = (None, e)
         cache[key] = hit
@@ -527,7 +532,7 @@ def _budget(s: Server, run: _Run, model: Any, gpu: Any, version: str) -> tuple[A
             except InputError:
                 used = 0
         try:
-            result = _estimate_once(run.estimates, model, gpu, version, flags, used)
+            result = _estimate_once(run.estimates, model, gpu, version, flags, used, image_ships_flashinfer(s.image))
         except InputError as e:
             est_error = str(e)
         workload = run.workload
@@ -576,7 +581,8 @@ def _largest_allowed(s: Server, run: _Run, model: Any, gpu: Any, version: str, r
     if len(allowed) < 2 or gpu is None or allowed[0].name != gpu.name:
         return {}
     try:
-        largest = _estimate_once(run.estimates, model, allowed[-1], version, _estimate_flags(s))
+        largest = _estimate_once(run.estimates, model, allowed[-1], version, _estimate_flags(s), 0,
+                                 image_ships_flashinfer(s.image))
     except InputError:
         return {}
     if verdict_of(largest) == "refused":

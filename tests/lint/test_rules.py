@@ -261,3 +261,16 @@ def test_a_refusal_only_on_the_smallest_allowed_gpu_is_a_warning_and_on_all_an_e
     only_small = run(_affinity_deployment(["NVIDIA-L4", "NVIDIA-A10G"], args))
     assert "kv-cache-too-small" in {f.rule for f in only_small.findings if f.severity == "error"}
     assert "gpu-choice-refused" not in {f.rule for f in only_small.findings}
+
+
+def test_the_official_image_names_the_profiling_sampler_of_0_9_to_0_11():
+    """vLLM 0.9.0-0.11.0 profiles with FlashInfer's sampler where FlashInfer is installed: the official image
+    ships it (its figure is then the estimate), a custom image may not (the native sampler's figure, with the
+    band's high end reaching FlashInfer's)."""
+    args = ["vllm", "serve", "Qwen/Qwen3-8B"]
+    official = run(deployment(args, image="vllm/vllm-openai:v0.10.2", label="NVIDIA-H100-80GB-HBM3")).servers[0]
+    custom = run(deployment(args, image="myorg/vllm:v0.10.2", label="NVIDIA-H100-80GB-HBM3")).servers[0]
+    assert official.vllm_version == custom.vllm_version == "0.10.2"
+    assert official.kv_cache_bytes > custom.kv_cache_bytes  # FlashInfer's sampler peaks lower: more KV
+    assert "FlashInfer" in (custom.band_basis or "") and "FlashInfer" not in (official.band_basis or "")
+    assert official.kv_cache_bytes_high == custom.kv_cache_bytes_high
