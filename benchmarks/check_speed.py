@@ -31,7 +31,7 @@ from pathlib import Path
 
 from _timing import _children_cpu, median_process, tool_command
 
-TARGET_RATIO = 2.0  # CPU seconds of check / CPU seconds of parsing only
+TARGET_RATIO = 2.0  # CPU seconds of check / CPU seconds of parsing only (issue 29; --target 2.5: issue 26's)
 MODELS = ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "mistralai/Mistral-7B-Instruct-v0.3",
           "openai/gpt-oss-20b", "Qwen/Qwen3.6-27B-FP8", "google/gemma-2-9b-it", "meta-llama/Llama-3.3-70B-Instruct"]
 GPUS = ["NVIDIA-L4", "NVIDIA-L40S", "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]
@@ -123,6 +123,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--files", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--target", type=float, default=TARGET_RATIO,
+                    help=f"the CPU ratio to decide on (default {TARGET_RATIO}, issue 29's; issue 26 asked for 2.5)")
     a = ap.parse_args()
     tool = tool_command()
     with tempfile.TemporaryDirectory() as d, tempfile.TemporaryDirectory() as pycache:
@@ -161,10 +163,10 @@ def main() -> int:
     print(f"  parse only (PyYAML C loader):   {parse_cpu:6.2f} s CPU {parse:6.2f} s wall  ({a.files / parse_cpu:6.0f} "
           "files per CPU second)")
     print(f"  yamllint (relaxed), 1 run:      {ylint:6.2f} s wall" + ("" if yl else "  (not installed)"))
-    print(f"check / parse-only: {ratio:.2f}x in CPU (target <= {TARGET_RATIO}x; {check / parse:.2f}x in wall, "
+    print(f"check / parse-only: {ratio:.2f}x in CPU (target <= {a.target}x; {check / parse:.2f}x in wall, "
           "for information)")
     print(f"cold start, check on one file: {cold * 1000:.0f} ms (python -c pass: {floor * 1000:.0f} ms)")
-    ok = ratio <= TARGET_RATIO
+    ok = ratio <= a.target
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
