@@ -107,13 +107,22 @@ def test_block_quantized_moe_shard_not_a_whole_block_is_refused(model, tp, width
 
 
 def test_plan_never_emits_a_layout_vllm_refuses_to_load():
-    p = plan(PlanRequest(model="Qwen/Qwen3-235B-A22B-FP8", workload=load_workload("chat"), gpu="h100-80gb",
-                         gpus=8))
-    assert p.flags["tensor_parallel_size"] * p.flags["pipeline_parallel_size"] == 8
-    assert p.flags["tensor_parallel_size"] != 8 or p.flags.get("enable_expert_parallel") is True
-    assert "--enable-expert-parallel" in p.serve_command
-    assert any(r.flag == "enable_expert_parallel" and "= 192 is not divisible" in r.why for r in p.reasons)
-    assert p.estimate.verdict != "refused" and not any("divisible" in e for e in p.estimate.errors)
+    """Qwen3-235B-A22B-FP8 on 8 H100: TP 8 shards each expert's 1,536-wide projection into 192 columns, not a
+    multiple of the FP8 block (128), which vLLM refuses without expert parallelism. Whichever layout the speed
+    model prefers (TP 8 + EP or DP 8 + EP), the plan loads; forced to TP 8 it takes EP and says why."""
+    def one(**kw):
+        return plan(PlanRequest(model="Qwen/Qwen3-235B-A22B-FP8", workload=load_workload("chat"), gpu="h100-80gb",
+                                gpus=8, **kw))
+
+    for p in (one(), one(tensor_parallel_size=8)):
+        f = p.flags
+        assert f["tensor_parallel_size"] * f["pipeline_parallel_size"] * (f.get("data_parallel_size") or 1) == 8
+        assert f["tensor_parallel_size"] != 8 or f.get("enable_expert_parallel") is True
+        assert "--enable-expert-parallel" in p.serve_command
+        assert p.estimate.verdict != "refused" and not any("divisible" in e for e in p.estimate.errors)
+    forced = one(tensor_parallel_size=8)
+    assert forced.flags["tensor_parallel_size"] == 8
+    assert any(r.flag == "enable_expert_parallel" and "= 192 is not divisible" in r.why for r in forced.reasons)
 
 
 # -- 3. a GPU class no log covers ---------------------------------------------------------------------------

@@ -8,13 +8,13 @@
 - {"section": "vllm", "key": "maxModelLen", "flag": "--max-model-len", "type": "len", "negatable": false, "spellings": ["--max-model-len"]}
 - {"section": "vllm", "key": "tensorParallelSize", "flag": "--tensor-parallel-size", "type": "int", "negatable": false, "spellings": ["--tensor-parallel-size", "-tp"]}
 - {"section": "vllm", "key": "pipelineParallelSize", "flag": "--pipeline-parallel-size", "type": "int", "negatable": false, "spellings": ["--pipeline-parallel-size", "-pp"]}
+- {"section": "vllm", "key": "dataParallelSize", "flag": "--data-parallel-size", "type": "int", "negatable": false, "spellings": ["--data-parallel-size", "-dp"]}
 - {"section": "vllm", "key": "maxNumBatchedTokens", "flag": "--max-num-batched-tokens", "type": "int", "negatable": false, "spellings": ["--max-num-batched-tokens"]}
 - {"section": "vllm", "key": "quantization", "flag": "--quantization", "type": "str", "negatable": false, "spellings": ["--quantization", "-q"]}
 - {"section": "vllm", "key": "blockSize", "flag": "--block-size", "type": "int", "negatable": false, "spellings": ["--block-size"]}
 - {"section": "vllm", "key": "enforceEager", "flag": "--enforce-eager", "type": "bool", "negatable": false, "spellings": ["--enforce-eager"]}
 - {"section": "vllm", "key": "enablePrefixCaching", "flag": "--enable-prefix-caching", "type": "bool", "negatable": true, "spellings": ["--enable-prefix-caching"]}
 - {"section": "vllm", "key": "enableExpertParallel", "flag": "--enable-expert-parallel", "type": "bool", "negatable": false, "spellings": ["--enable-expert-parallel"]}
-- {"section": "vllm", "key": "dataParallelSize", "flag": "--data-parallel-size", "type": "int", "negatable": false, "spellings": ["--data-parallel-size", "-dp"]}
 - {"section": "vllm", "key": "dtype", "flag": "--dtype", "type": "str", "negatable": false, "spellings": ["--dtype"]}
 - {"section": "vllm", "key": "kvCacheMemoryBytes", "flag": "--kv-cache-memory-bytes", "type": "bytes", "negatable": false, "spellings": ["--kv-cache-memory", "--kv-cache-memory-bytes"]}
 - {"section": "vllm", "key": "enableChunkedPrefill", "flag": "--enable-chunked-prefill", "type": "bool", "negatable": true, "spellings": ["--enable-chunked-prefill"]}
