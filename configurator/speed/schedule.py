@@ -84,12 +84,12 @@ def replay(n: int, isl: int, osl: float, variable: bool, max_num_seqs: int, budg
     waiting: list[int] = []
     running: list[int] = []
     released = 0
-    # the free block queue as counters: blocks ever freed to its tail, blocks ever taken from its head (a block
-    # freed when `freed` was F is reused once `taken` passes F + the free blocks then ahead of it)
+    # the free block queue (LRU) as two counters: blocks ever put at its tail (`freed`, the initial free blocks
+    # first) and ever taken from its head (`taken`); a block put at position q is reused once `taken` passes q
     cached_at: dict[int, tuple[float, int]] = {}
     limit = concurrency or n
     step = preemptions = peak = 0
-    rows: list[tuple[int, float, int, float, bool]] = []  # per step: decodes, their ctx sum, prefill, pctx sum
+    rows: list[tuple[int, float, int, float, bool]] = []  # per step: decodes, ctx sum, prefill, pctx sum, eager
 
     def release(k: int) -> None:
         nonlocal released
