@@ -133,7 +133,9 @@ def class_errors(cases: list[Case], params: Params, metrics=("output_tok_s", "tp
     return out
 
 
-STARTS = ({"eta_bw": 0.8, "eta_f": 0.55, "eta_f_ampere": 0.7, "t0": 0.0015, "t_seq": 1e-5, "eta_moe": 0.3,
+STARTS = ({"eta_bw": 0.75, "eta_f": 0.4, "eta_f_ampere": 0.6, "t0": 0.001, "t_seq": 1e-5, "eta_moe": 0.4,
+           "t_layer": 5e-6, "t_moe_layer": 75e-6, "t_eager_layer": 0.0},
+          {"eta_bw": 0.8, "eta_f": 0.55, "eta_f_ampere": 0.7, "t0": 0.0015, "t_seq": 1e-5, "eta_moe": 0.3,
            "t_layer": 0.0, "t_moe_layer": 100e-6, "t_eager_layer": 100e-6},)
 
 
