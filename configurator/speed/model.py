@@ -29,18 +29,25 @@ by max_num_seqs and by the KV cache's tokens, which hold L + O/2 tokens per requ
 
 Pipeline parallel splits the layers over stages and the running requests into micro-batches of C / pp, one per
 stage; data parallel runs dp engines of C / dp each. A finite burst (every request sent at once, the usual
-`vllm bench serve --request-rate inf`) is modelled apart (_burst): a queue phase at the cap, then a drain.
+`vllm bench serve --request-rate inf`) or a finite run at a client concurrency is replayed step by step through
+vLLM's scheduler (configurator/speed/schedule.py: the running cap, the token budget, the KV cache's blocks with
+preemption and recompute when they run out) and each replayed step timed by step_time (_replayed): the prefills
+of the requests that replace finished ones land in the running decodes' steps, and a KV-capped batch runs fewer
+sequences than its prompts suggest. Speculative decoding keeps the closed form (_burst: a queue phase at the cap,
+then a drain).
 The Params figures are fitted on the train split of data/benchmarks (benchmarks/speed_accuracy.py) and kept in
 profiles/speed_calibration.yaml.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
 from configurator.speed.geometry import Geometry
 from configurator.speed.hardware import GPUSpeed
+from configurator.speed.schedule import replay
 
 # one all-reduce's fixed latency (s): vLLM's custom all-reduce over NVLink is a few microseconds per call,
 # NCCL over PCIe tens; the figures are typical of published nccl-tests small-message latencies
@@ -218,6 +225,9 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
     queued = 0.0
     if wl.request_rate and offered <= capacity and offered < 0.99 * cap_c:
         out = wl.request_rate * osl
+    elif not wl.request_rate and n and not spec:  # a closed load: vLLM's schedule replayed, then timed
+        out, tpot, ttft = _replayed(g, gpu, lay, params, wl, n, max_num_seqs, max_num_batched_tokens, kv_tokens,
+                                    graph_max)
     elif not wl.request_rate and not wl.concurrency and n:
         out, tpot, queued = _burst(g, gpu, lay, params, spec, n / engines, running, isl, osl, per_req_tokens,
                                    t_pre, wl.variable_lengths, graph_max)
@@ -272,3 +282,37 @@ def _burst(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, spec: Speculative
         tpot = t_d(r_mid) + 0.5 * n * t_pre / osl
         wait = half * t_pre
     return out, tpot, wait
+
+
+def _replayed(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, wl: Workload, n: int, max_num_seqs: int,
+              budget: int, kv_tokens: float | None, graph_max: float) -> tuple[float, float, float]:
+    """(output tok/s of all engines, the median request's TPOT, its TTFT) of n requests sent at once or kept at
+    the client's concurrency: the scheduler's steps (configurator/speed/schedule.py) timed by step_time. Pipeline
+    parallel runs pp micro-batches of max_num_seqs each, a step being one micro-batch's pass over the stages."""
+    per = max(1, round(n / lay.dp))
+    conc = max(1, round(wl.concurrency / lay.dp)) if wl.concurrency else None
+    tr = replay(per, max(1, round(wl.input_len)), max(1.0, wl.output_len), wl.variable_lengths,
+                max_num_seqs * lay.pp, budget * lay.pp, kv_tokens, conc, int(graph_max))
+    cum = [0.0]
+    rate = []  # seconds per step in each segment
+    for _, steps, classes in tr.segments:
+        t = 0.0
+        for c in classes:
+            t += c.steps * step_time(g, gpu, lay, p, decodes=c.decodes / lay.pp, ctx=c.ctx, prefill=c.prefill / lay.pp,
+                                     prefill_ctx=c.prefill_ctx, graph_max=0.0 if c.eager else math.inf)[0]
+        rate.append(t / steps)
+        cum.append(cum[-1] + t)
+    starts = [s for s, _, _ in tr.segments]
+
+    def at(step: int) -> float:  # the time at the end of this step
+        if step < 0:
+            return 0.0
+        k = min(len(starts) - 1, max(0, bisect.bisect_right(starts, step) - 1))
+        return cum[k] + (step + 1 - starts[k]) * rate[k]
+
+    tpots = sorted((at(last) - at(first)) / (o - 1) for first, last, o in zip(tr.first, tr.last, tr.output, strict=True)
+                   if o > 1)
+    ttfts = sorted(at(f) - at(a - 1) for a, f in zip(tr.arrive, tr.first, strict=True))
+    tpot = tpots[len(tpots) // 2] if tpots else cum[-1] / max(1, tr.steps)
+    return lay.dp * sum(tr.output) / cum[-1], tpot, ttfts[len(ttfts) // 2]
+

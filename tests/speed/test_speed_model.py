@@ -167,3 +167,41 @@ def test_an_online_quantization_flag_shrinks_the_weights_read(estimate_json):
     d["flags"]["quantization"] = None
     bf16 = speed_for_estimate(d, wl)
     assert fp8["tpot_ms"] < bf16["tpot_ms"] * 0.75
+
+
+def test_replayed_burst_runs_max_num_seqs_and_keeps_the_step_budget():
+    """A burst four times max_num_seqs with room in the KV cache: max_num_seqs run, none is preempted, every request
+    finishes with its output, and a replacement's prefill shares the running decodes' steps."""
+    from configurator.speed.schedule import replay
+    tr = replay(256, 1000, 100.0, False, 64, 2048, 1e7, None, 128)
+    assert tr.peak_running == 64 and tr.preemptions == 0
+    assert all(last >= first >= 0 for first, last in zip(tr.first, tr.last, strict=True))
+    assert sum(tr.output) == 256 * 100
+    # every step holds at most max_num_batched_tokens tokens, and some steps mix decodes with a prompt
+    classes = [c for _, _, cs in tr.segments for c in cs]
+    assert all(c.decodes + c.prefill <= 2048 for c in classes)
+    assert any(c.prefill > 0 and c.decodes > 0 for c in classes)
+
+
+def test_a_kv_capped_burst_preempts_and_recomputes():
+    """Prompts are admitted while their blocks fit, then the growing outputs overflow the pool: vLLM preempts the
+    newest request and recomputes it (vllm/v1/core/sched/scheduler.py), so fewer run than the prompts suggest."""
+    from configurator.speed.schedule import BLOCK, replay
+    kv = 20_000
+    tr = replay(1000, 200, 200.0, False, 1024, 8192, kv, None, 512)
+    assert tr.preemptions > 0
+    assert tr.peak_running <= kv // BLOCK // (200 // BLOCK)  # the prompts' blocks bound who runs at once
+    assert sum(tr.output) / tr.steps < kv / 200  # tokens per step below what the prompts alone would allow
+
+
+def test_replacement_prefills_lengthen_the_tpot_of_a_burst_beyond_the_decode_step():
+    """More requests than run at once: each finished request is replaced by a waiting one whose prefill runs in the
+    running decodes' steps, so the median TPOT exceeds a decode-only step of the same batch."""
+    burst = _est(workload=Workload(input_len=2000, output_len=100, num_prompts=1024), max_num_seqs=64)
+    steady = _est(workload=Workload(input_len=2000, output_len=100, concurrency=1), max_num_seqs=64)
+    from configurator.speed import calibrated_params
+    from configurator.speed.model import Layout, step_time
+    g = geometry(resolve_model("Qwen/Qwen3-8B", allow_hub=False))
+    t_d, _ = step_time(g, gpu_speed("h100-80gb"), Layout(), calibrated_params(), decodes=64, ctx=2050)
+    assert burst.tpot_ms > t_d * 1e3 * 1.5
+    assert burst.tpot_ms > steady.tpot_ms
