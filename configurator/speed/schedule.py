@@ -68,122 +68,137 @@ def output_lengths(n: int, mean: float, variable: bool, isl: int = 0) -> list[in
     return [max(1, round(min(cap, x * scale))) for x in raw]
 
 
-@lru_cache(maxsize=512)
-def replay(n: int, isl: int, osl: float, variable: bool, max_num_seqs: int, budget: int, kv_tokens: float | None,
-           concurrency: int | None, graph_max: int) -> Trace:
-    """Replay n requests of isl prompt tokens and osl mean output tokens on one engine."""
-    outs = output_lengths(n, osl, variable, isl)
-    free = math.inf if not kv_tokens else int(kv_tokens // BLOCK)
-    freed, taken = (0 if free == math.inf else free), 0
-    computed = [0] * n  # tokens whose KV is in the cache
-    generated = [0] * n
-    blocks = [0] * n
-    first = [-1] * n
-    arrive = [0] * n
-    last = [-1] * n
-    waiting: list[int] = []
-    running: list[int] = []
-    released = 0
-    # the free block queue (LRU) as two counters: blocks ever put at its tail (`freed`, the initial free blocks
-    # first) and ever taken from its head (`taken`); a block put at position q is reused once `taken` passes q
-    cached_at: dict[int, tuple[float, int]] = {}
-    limit = concurrency or n
-    step = preemptions = peak = 0
-    rows: list[tuple[int, float, int, float, bool]] = []  # per step: decodes, ctx sum, prefill, pctx sum, eager
+class _Engine:
+    """The scheduler's state while a closed load is replayed: the requests' progress, the running and waiting
+    queues, and the KV blocks (the free block queue as two counters: blocks ever put at its tail, `freed`, the
+    initial free blocks first, and ever taken from its head, `taken`; a block put at position q is reused once
+    `taken` passes q)."""
 
-    def release(k: int) -> None:
-        nonlocal released
-        while released < min(n, k):
-            waiting.append(released)
-            arrive[released] = step + 1 if k > limit else 0
-            released += 1
+    def __init__(self, n: int, isl: int, outs: list[int], max_num_seqs: int, budget: int, kv_tokens: float | None,
+                 concurrency: int | None, graph_max: int):
+        self.n, self.isl, self.outs, self.max_num_seqs, self.budget, self.graph_max = \
+            n, isl, outs, max_num_seqs, budget, graph_max
+        self.free = math.inf if not kv_tokens else int(kv_tokens // BLOCK)
+        self.freed, self.taken = (0 if self.free == math.inf else self.free), 0
+        self.computed = [0] * n  # tokens whose KV is in the cache
+        self.generated = [0] * n
+        self.blocks = [0] * n
+        self.first = [-1] * n
+        self.arrive = [0] * n
+        self.last = [-1] * n
+        self.waiting: list[int] = []
+        self.running: list[int] = []
+        self.released = 0
+        self.cached_at: dict[int, tuple[float, int]] = {}
+        self.limit = concurrency or n
+        self.step = self.preemptions = self.peak = self.done = 0
+        # per step: decodes, their context sum, prefill tokens, their context sum, eager
+        self.rows: list[tuple[int, float, int, float, bool]] = []
 
-    release(limit)
-    done = 0
-    max_steps = 50 * (n * (isl + osl) // max(1, budget) + n * osl + 10)
-    while done < n and step < max_steps:
-        tokens_left = budget
-        sched: list[tuple[int, int]] = []
-        preempted = False
-        i = 0
-        while i < len(running) and tokens_left > 0:
-            r = running[i]
-            need = min(isl + generated[r] - computed[r], tokens_left)
-            need = max(need, 1)
-            want = -(-(computed[r] + need) // BLOCK) - blocks[r]
-            while want > free and running:
-                victim = running.pop()
-                free += blocks[victim]
-                # its full blocks stay in the prefix cache, at the free queue's tail, last block first
-                # (BlockPool.free_blocks, vllm/v1/core/block_pool.py), until allocations reach them
-                cached_at[victim] = (freed + blocks[victim], min(blocks[victim], computed[victim] // BLOCK))
-                freed += blocks[victim]
-                blocks[victim] = computed[victim] = 0
-                waiting.insert(0, victim)
-                preemptions += 1
+    def release(self, k: int) -> None:
+        """The client sends requests until k were sent (all at once in a burst, one per finished at a concurrency)."""
+        while self.released < min(self.n, k):
+            self.waiting.append(self.released)
+            self.arrive[self.released] = self.step + 1 if k > self.limit else 0
+            self.released += 1
+
+    def _preempt(self) -> int:
+        """Preempt the last running request (RECOMPUTE); its full blocks stay in the prefix cache, at the free
+        queue's tail, last block first (BlockPool.free_blocks, vllm/v1/core/block_pool.py), until allocations
+        reach them."""
+        victim = self.running.pop()
+        self.free += self.blocks[victim]
+        full = min(self.blocks[victim], self.computed[victim] // BLOCK)
+        self.cached_at[victim] = (self.freed + self.blocks[victim], full)
+        self.freed += self.blocks[victim]
+        self.blocks[victim] = self.computed[victim] = 0
+        self.waiting.insert(0, victim)
+        self.preemptions += 1
+        return victim
+
+    def _allocate(self, r: int, want: int) -> None:
+        self.free -= want
+        self.taken += want
+        self.blocks[r] += want
+
+    def schedule_running(self, sched: list[tuple[int, int]]) -> tuple[int, bool]:
+        """The running requests first, in order: (the token budget left, whether one was preempted)."""
+        tokens_left, preempted, i = self.budget, False, 0
+        while i < len(self.running) and tokens_left > 0:
+            r = self.running[i]
+            need = max(min(self.isl + self.generated[r] - self.computed[r], tokens_left), 1)
+            want = -(-(self.computed[r] + need) // BLOCK) - self.blocks[r]
+            while want > self.free and self.running:
                 preempted = True
-                if victim == r:
+                if self._preempt() == r:
                     break
-            if r not in running[i:i + 1]:
+            if r not in self.running[i:i + 1]:
                 break
-            free -= max(want, 0)
-            taken += max(want, 0)
-            blocks[r] += max(want, 0)
+            self._allocate(r, max(want, 0))
             sched.append((r, need))
             tokens_left -= need
             i += 1
-        if not preempted:
-            while waiting and tokens_left > 0 and len(running) < max_num_seqs:
-                r = waiting[0]
-                hit = 0
-                if r in cached_at:  # a preempted request: the prefix cache hits its blocks not yet reused
-                    end, full = cached_at[r]
-                    hit = max(0, min(full, end - taken, (isl + generated[r] - 1) // BLOCK))
-                need = min(isl + generated[r] - hit * BLOCK, tokens_left)
-                want = -(-(hit * BLOCK + need) // BLOCK)  # the cached blocks and the new ones, all or none
-                if want > free:
-                    break
-                cached_at.pop(r, None)
-                computed[r] = hit * BLOCK
-                waiting.pop(0)
-                running.append(r)
-                free -= want
-                taken += want
-                blocks[r] += want
-                sched.append((r, need))
-                tokens_left -= need
-        peak = max(peak, len(running))
+        return tokens_left, preempted
+
+    def admit_waiting(self, sched: list[tuple[int, int]], tokens_left: int) -> None:
+        """Waiting requests while fewer than max_num_seqs run, budget is left and their blocks fit."""
+        while self.waiting and tokens_left > 0 and len(self.running) < self.max_num_seqs:
+            r = self.waiting[0]
+            hit = 0
+            if r in self.cached_at:  # a preempted request: the prefix cache hits its blocks not yet reused
+                end, full = self.cached_at[r]
+                hit = max(0, min(full, end - self.taken, (self.isl + self.generated[r] - 1) // BLOCK))
+            need = min(self.isl + self.generated[r] - hit * BLOCK, tokens_left)
+            want = -(-(hit * BLOCK + need) // BLOCK)  # the cached blocks and the new ones, all or none
+            if want > self.free:
+                break
+            self.cached_at.pop(r, None)
+            self.computed[r] = hit * BLOCK
+            self.waiting.pop(0)
+            self.running.append(r)
+            self._allocate(r, want)
+            sched.append((r, need))
+            tokens_left -= need
+
+    def run_step(self, sched: list[tuple[int, int]]) -> None:
+        """The scheduled work done: decodes and prefill tokens counted, tokens sampled, finished requests freed."""
+        self.peak = max(self.peak, len(self.running))
         dec = pre = 0
         dctx = pctx = 0.0
         finished = []
         for r, need in sched:
-            target = isl + generated[r]
-            if generated[r] and target - computed[r] == 1:  # a decode: the last sampled token, at its context
+            target = self.isl + self.generated[r]
+            if self.generated[r] and target - self.computed[r] == 1:  # a decode: the last sampled token
                 dec += 1
-                dctx += computed[r]
-                computed[r] += 1
+                dctx += self.computed[r]
+                self.computed[r] += 1
             else:
                 pre += need
-                pctx += need * (computed[r] + need / 2)
-                computed[r] += need
-                if computed[r] < target:
+                pctx += need * (self.computed[r] + need / 2)
+                self.computed[r] += need
+                if self.computed[r] < target:
                     continue
-            generated[r] += 1  # a decode, or the prefill done: one token sampled
-            if first[r] < 0:
-                first[r] = step
-            if generated[r] >= outs[r]:
-                last[r] = step
+            self.generated[r] += 1  # a decode, or the prefill done: one token sampled
+            if self.first[r] < 0:
+                self.first[r] = self.step
+            if self.generated[r] >= self.outs[r]:
+                self.last[r] = self.step
                 finished.append(r)
         for r in finished:
-            running.remove(r)
-            free += blocks[r]
-            freed += blocks[r]
-            blocks[r] = 0
-            done += 1
+            self.running.remove(r)
+            self.free += self.blocks[r]
+            self.freed += self.blocks[r]
+            self.blocks[r] = 0
+            self.done += 1
         if finished:
-            release(limit + done)
-        rows.append((dec, dctx, pre, pctx, dec + pre > graph_max))
-        step += 1
+            self.release(self.limit + self.done)
+        self.rows.append((dec, dctx, pre, pctx, dec + pre > self.graph_max))
+        self.step += 1
+
+
+def _segments(rows: list[tuple[int, float, int, float, bool]]) -> tuple:
+    """The steps in SEGMENTS groups of consecutive steps, each as its classes (with / without prefill, eager or
+    captured) and their mean work."""
     segs = []
     size = max(1, -(-len(rows) // SEGMENTS))
     for s in range(0, len(rows), size):
@@ -199,4 +214,22 @@ def replay(n: int, isl: int, osl: float, variable: bool, max_num_seqs: int, budg
                 classes.append(StepClass(len(part), d / len(part), sum(x[1] for x in part) / d if d else 0.0,
                                          p / len(part), sum(x[3] for x in part) / p if p else 0.0, eager))
         segs.append((s, len(chunk), tuple(classes)))
-    return Trace(tuple(segs), tuple(arrive), tuple(first), tuple(last), tuple(outs), len(rows), preemptions, peak)
+    return tuple(segs)
+
+
+@lru_cache(maxsize=512)
+def replay(n: int, isl: int, osl: float, variable: bool, max_num_seqs: int, budget: int, kv_tokens: float | None,
+           concurrency: int | None, graph_max: int) -> Trace:
+    """Replay n requests of isl prompt tokens and osl mean output tokens on one engine."""
+    e = _Engine(n, isl, output_lengths(n, osl, variable, isl), max_num_seqs, budget, kv_tokens, concurrency,
+                graph_max)
+    e.release(e.limit)
+    max_steps = 50 * (n * (isl + osl) // max(1, budget) + n * osl + 10)
+    while e.done < n and e.step < max_steps:
+        sched: list[tuple[int, int]] = []
+        tokens_left, preempted = e.schedule_running(sched)
+        if not preempted:
+            e.admit_waiting(sched, tokens_left)
+        e.run_step(sched)
+    return Trace(_segments(e.rows), tuple(e.arrive), tuple(e.first), tuple(e.last), tuple(e.outs), len(e.rows),
+                 e.preemptions, e.peak)
