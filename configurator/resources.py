@@ -26,7 +26,7 @@ def data_path(top: str, *parts: str) -> Path:
 # it in step. Each entry carries a hash of the bytes it was parsed from; an entry whose file has changed since
 # (or a missing index) is never read: the file is parsed instead, so the index only ever saves time.
 INDEX_FILE = "_index.json"
-INDEXED = ("overheads.yaml", "error_bands.yaml", "gpus/*.yaml")
+INDEXED = ("overheads.yaml", "error_bands.yaml", "gpus/*.yaml", "gpu_speed.yaml", "speed_calibration.yaml")
 
 
 def _digest(raw: bytes) -> str:

@@ -87,7 +87,7 @@ def estimate_next_steps(req, result) -> list[str]:
                            f"{_holds(r)}")
                 break
     if gpu is not None and not req.gpu_memory:
-        from configurator.plan.remedies import larger_gpu_order  # the same family's larger part first
+        from configurator.speed.gpu_order import larger_gpu_order  # the same family's larger part first
 
         for g in larger_gpu_order(gpu):
             try:

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 
 from configurator.errors import InputError
 from configurator.estimate.loadable import block_shape_refusal, removed_architecture
-from configurator.hardware.catalog import GPU, list_gpus, newest_release_for, no_kernel_image
+from configurator.hardware.catalog import GPU, newest_release_for, no_kernel_image
 from configurator.plan.context import Context
 from configurator.plan.search import MAX_GPUS, Candidate, PlanRequest, less_headroom, with_headroom
 from configurator.plan_result import PlanResult, Remedy
-from configurator.speed import gpu_speed
+from configurator.speed.gpu_order import capability, family, larger_gpu_order
 from configurator.units import GiB, format_gib
 from configurator.vllm.versions import SUPPORTED
 from configurator.workloads import override
@@ -70,11 +69,7 @@ def nothing_starts(ctx: Context, evaluated: list[Candidate], solve: Callable | N
          f"utilization {best.util:g}: {reason}{layouts}"))
 
 
-def _capability(gpu: GPU) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in gpu.compute_capability.split("."))
-    except ValueError:
-        return ()
+_capability, _family = capability, family
 
 
 def _tries(ctx: Context, best: Candidate) -> list[tuple[str, int, dict, PlanRequest]]:
@@ -134,32 +129,6 @@ def remedies(ctx: Context, best: Candidate, solve: Callable, *, started: bool = 
             out.append(Remedy(action=action, cost_rank=rank, changes=changes, carries_target=not partial,
                               requests_at_typical_length=p.capacity.requests_at_typical_length))
     return sorted(out, key=lambda r: r.cost_rank)
-
-
-def _family(name: str) -> str:
-    """A GPU's family: its name's leading model token (a100-40gb, a100-80gb: a100; h100-pcie: h100)."""
-    m = re.match(r"[a-z]+-?\d+", name)
-    return m.group(0) if m else name
-
-
-def _generation(g: GPU) -> tuple[int, ...]:
-    return _capability(g)
-
-
-def larger_gpu_order(gpu: GPU) -> list[GPU]:
-    """Larger GPUs of the same vendor and class (data-centre, workstation, consumer / desktop): the same
-    family's larger parts first (a100-40gb: a100-80gb), then the others by fit (the least memory that is
-    larger, in 8 GiB steps), then by speed (memory bandwidth, profiles/gpu_speed.yaml) and generation
-    (compute capability); a GPU known only by its memory (no class) is compared with every class."""
-    fam = _family(gpu.name)
-
-    def order(g: GPU) -> tuple:
-        s = gpu_speed(g.name)
-        return (_family(g.name) != fam, round(g.total_bytes / (8 * GiB)), -(s.hbm_gbs if s else 0),
-                tuple(-x for x in _generation(g)), g.total_bytes)
-
-    return sorted((g for g in list_gpus() if g.total_bytes > gpu.total_bytes and g.vendor == gpu.vendor
-                   and (not gpu.gpu_class or g.gpu_class == gpu.gpu_class)), key=order)
 
 
 def larger_gpus(gpu: GPU, req: PlanRequest) -> list[tuple[str, int, dict, PlanRequest]]:

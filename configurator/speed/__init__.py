@@ -19,11 +19,9 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from configurator.model.resolve import resolve_model
 from configurator.model.spec import ModelSpec
-from configurator.resources import data_path
+from configurator.resources import load_yaml
 from configurator.speed.geometry import geometry
 from configurator.speed.hardware import GPUSpeed, gpu_speed
 from configurator.speed.model import Layout, Params, Prediction, Speculative, Workload, predict
@@ -37,8 +35,7 @@ METRICS = ("ttft_ms", "tpot_ms", "output_tok_s")
 @lru_cache(maxsize=1)
 def _calibration() -> dict:
     try:
-        with open(data_path("profiles", "speed_calibration.yaml"), encoding="utf-8") as f:
-            return yaml.safe_load(f) or {}
+        return load_yaml("profiles", "speed_calibration.yaml") or {}  # the prebuilt index, else the C loader
     except FileNotFoundError:  # pragma: no cover - the file ships with the package
         return {}
 

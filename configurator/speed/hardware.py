@@ -9,9 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import yaml
-
-from configurator.resources import data_path
+from configurator.resources import load_yaml
 
 
 @dataclass(frozen=True)
@@ -41,8 +39,7 @@ class GPUSpeed:
 
 @lru_cache(maxsize=1)
 def _table() -> dict[str, dict]:
-    with open(data_path("profiles", "gpu_speed.yaml"), encoding="utf-8") as f:
-        return yaml.safe_load(f) or {}
+    return load_yaml("profiles", "gpu_speed.yaml") or {}  # the prebuilt index, else PyYAML's C loader
 
 
 def gpu_speed(name: str) -> GPUSpeed | None:
