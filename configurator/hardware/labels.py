@@ -78,22 +78,26 @@ def unknown_gpu_label(labels: dict[str, list[str]]) -> str | None:
     return None
 
 
+def _allowed(labels: dict[str, list[str]]) -> tuple[str, list[GPU]]:
+    """(the label key that names catalog GPUs, every GPU its values allow, smallest first): the first key that
+    names any, names before instance types before memory; ("", []) when none does."""
+    for keys in (NAME_KEYS, INSTANCE_KEYS, MEMORY_KEYS):
+        for key in keys:
+            found = {g.name: g for g in (_one(key, v) for v in labels.get(key, [])) if g is not None}
+            if found:
+                return key, sorted(found.values(), key=lambda x: x.total_bytes)
+    return "", []
+
+
 def gpus_from_labels(labels: dict[str, list[str]]) -> list[GPU]:
     """Every catalog GPU the selected labels allow (`In [l4, a100-80gb]`, SkyPilot `{L4, A100-80GB}`), smallest
-    first; the key family that names any (names, then instance types, then memory) decides, as in gpu_from_labels."""
-    for keys in (NAME_KEYS, INSTANCE_KEYS, MEMORY_KEYS):
-        found = {g.name: g for key in keys for g in (_one(key, v) for v in labels.get(key, [])) if g is not None}
-        if found:
-            return sorted(found.values(), key=lambda x: x.total_bytes)
-    return []
+    first, read from the same label as gpu_from_labels."""
+    return _allowed(labels)[1]
 
 
 def gpu_from_labels(labels: dict[str, list[str]]) -> tuple[GPU | None, str]:
     """(GPU, the label that said so); the smallest when several values are allowed."""
-    for keys in (NAME_KEYS, INSTANCE_KEYS, MEMORY_KEYS):
-        for key in keys:
-            found = [g for g in (_one(key, v) for v in labels.get(key, [])) if g is not None]
-            if found:
-                g = min(found, key=lambda x: x.total_bytes)
-                return g, f"{key}={labels[key][0] if len(labels[key]) == 1 else labels[key]}"
-    return None, ""
+    key, found = _allowed(labels)
+    if not found:
+        return None, ""
+    return found[0], f"{key}={labels[key][0] if len(labels[key]) == 1 else labels[key]}"

@@ -69,9 +69,6 @@ def nothing_starts(ctx: Context, evaluated: list[Candidate], solve: Callable | N
          f"utilization {best.util:g}: {reason}{layouts}"))
 
 
-_capability, _family = capability, family
-
-
 def _tries(ctx: Context, best: Candidate) -> list[tuple[str, int, dict, PlanRequest]]:
     """The remedies to check, cheapest first: (action, cost rank, changes, the request with it)."""
     req, w, gpu, model = ctx.req, ctx.w, ctx.gpu, ctx.model
@@ -92,7 +89,7 @@ def _tries(ctx: Context, best: Candidate) -> list[tuple[str, int, dict, PlanRequ
         tried.append((f"lower the target concurrency to {fewer}", 2, {"concurrency": fewer},
                       replace(req, workload=override(w, concurrency=fewer))))
     if model.quant.method is None and not req.quantization and gpu.vendor == "nvidia" \
-            and _capability(gpu) >= FP8_WEIGHTS_MIN_CAPABILITY:
+            and capability(gpu) >= FP8_WEIGHTS_MIN_CAPABILITY:
         how = "" if gpu.fp8 else ", weight-only through vLLM's Marlin kernels on this GPU"
         tried.append((f"quantize the weights to fp8 (--quantization fp8{how}; {FP8_QUALITY})", 3,
                       {"quantization": "fp8"}, replace(req, quantization="fp8")))
@@ -111,7 +108,7 @@ def remedies(ctx: Context, best: Candidate, solve: Callable, *, started: bool = 
     out: list[Remedy] = []
     solved: set[tuple] = set()
     for action, rank, changes, alt in _tries(ctx, best):
-        key = (rank, next(iter(changes)), _family(changes.get("gpu", "")) == _family(ctx.gpu.name))
+        key = (rank, next(iter(changes)), family(changes.get("gpu", "")) == family(ctx.gpu.name))
         if key in solved:
             continue
         try:
