@@ -44,6 +44,7 @@ import logging
 import os
 import re
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -97,6 +98,7 @@ class WebhookSettings:
     large_workers: int = 1
     large_queue: int = 2
     cache_size: int = 4096  # verdicts kept by review.verdict_key
+    switch_interval_s: float = 0.0005  # the GIL's hand-over interval while serving (see serve)
 
 
 class _Metrics:
@@ -827,6 +829,12 @@ def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
                      "warning": "plain HTTP without a certificate (--insecure-http): for local trials only; the API "
                                 "server calls webhooks over HTTPS"})
     _small_tls_buffers()
+    # Worker threads evaluating reviews hold the GIL for the interpreter's switch interval (5 ms by default) each
+    # time the event loop's thread lets it go for a socket call: with hundreds of connections the event loop waits
+    # that long per call and a must-deny review waited 4-8 s behind a flood of 64-container pods (slowest of 4
+    # probes, benchmarks/webhook_flood.py, 2 cores). At 0.5 ms: 0.5-0.7 s, p99 of the fixed-rate load unchanged.
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(settings.switch_interval_s)
     server = uvicorn.Server(config)
     if on_start is not None:
         on_start(server)
@@ -850,4 +858,7 @@ def serve(settings: WebhookSettings, *, host: str, port: int, cert: str | None, 
                 watcher.cancel()
             sock.close()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        sys.setswitchinterval(before)
