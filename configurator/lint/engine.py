@@ -382,8 +382,34 @@ def _may_deploy(data: Any, read: bool) -> bool:
     if isinstance(kind, str) and kind in NO_SERVER_KINDS:
         return read
     if kind is None or kind == "ConfigMap":
-        return read or deploys_vllm(data)
+        return read or deploys_vllm(data) or bool(kind and engine_config_keys(data))
     return True
+
+
+MAX_CONFIG_TEXT = 64 << 10  # a ConfigMap value read as a vLLM --config file only up to this many characters
+
+
+def engine_config_keys(data: Any) -> list[str]:
+    """The vLLM engine arguments a ConfigMap holds, as its data keys or in a value that is a YAML `--config`
+    file (vllm/engine/arg_utils.py reads one mapping of argument names); [] when it holds none."""
+    import yaml
+
+    from configurator.lint.discover import engine_args
+    from configurator.lint.load import _BaseLoader
+
+    values = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(values, dict):
+        return []
+    found = [values] if engine_args(values) else []
+    for text in values.values():
+        if isinstance(text, str) and ":" in text and len(text) <= MAX_CONFIG_TEXT:
+            try:
+                doc = yaml.load(text, Loader=_BaseLoader)  # noqa: S506 - the C safe loader
+            except (yaml.YAMLError, ValueError, RecursionError):
+                continue
+            if isinstance(doc, dict) and engine_args(doc):
+                found.append(doc)
+    return sorted({str(k) for d in found for k in d})
 
 
 def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[str, list[str]] | None = None) -> int:
@@ -402,6 +428,12 @@ def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[s
             names = sorted(set(read[d.file]))
             out.add("read-by-server", f"read by {', '.join(names[:3])}{' and others' if len(names) > 3 else ''}: "
                     "its settings are checked as part of that server", d.loc(()))
+            continue
+        keys = engine_config_keys(d.data) if isinstance(d.data, dict) and d.data.get("kind") == "ConfigMap" else []
+        if keys:
+            out.add("config-unbound", f"a ConfigMap of vLLM engine arguments ({', '.join(keys[:4])}"
+                    f"{' ...' if len(keys) > 4 else ''}) that no server in the input reads: its settings were not "
+                    "checked", d.loc(()))
             continue
         kinds = sorted({str(x.data.get("kind")) for x in docs if x.file == d.file and isinstance(x.data, dict)
                         and isinstance(x.data.get("kind"), str)})

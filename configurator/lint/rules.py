@@ -157,6 +157,16 @@ REGISTRY["runtime-template-unbound"] = Rule(
     "the model.",
     lambda ctx: iter(()))
 
+REGISTRY["config-unbound"] = Rule(
+    "config-unbound", "A ConfigMap of vLLM engine arguments no server in the input reads", "info",
+    "A ConfigMap whose data are vLLM engine arguments (as keys, or as a YAML file that a pod mounts and passes "
+    "to `vllm serve --config`) configures a server only through the pod that mounts it. With no such pod in "
+    "the input its settings (max-model-len, gpu-memory-utilization ...) cannot be checked against a model and "
+    "a GPU, so they are reported here instead of passing in silence.",
+    "Check the ConfigMap together with the Deployment / pod that mounts it (`check configmap.yaml "
+    "deployment.yaml`, or the folder holding both).",
+    lambda ctx: iter(()))
+
 REGISTRY["read-by-server"] = Rule(
     "read-by-server", "Read as part of a server in another file", "info",
     "A file whose objects hold no vLLM server of their own but are read by a server in another file of the "
