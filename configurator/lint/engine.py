@@ -404,7 +404,7 @@ def engine_config_keys(data: Any) -> list[str]:
     for text in values.values():
         if isinstance(text, str) and ":" in text and len(text) <= MAX_CONFIG_TEXT:
             try:
-                doc = yaml.load(text, Loader=_BaseLoader)  # noqa: S506 - the C safe loader
+                doc = yaml.load(text, Loader=_BaseLoader)  # the C safe loader
             except (yaml.YAMLError, ValueError, RecursionError):
                 continue
             if isinstance(doc, dict) and engine_args(doc):
