@@ -9,7 +9,8 @@ that prints no version still say which releases could have written it (configura
 
 Source: the wheels published on PyPI, https://pypi.org/project/vllm/X/ (files under
 https://files.pythonhosted.org/packages/.../vllm-X-cp38-abi3-manylinux*_x86_64.whl, fetched with
-`pip download vllm==X --no-deps`), read 2026-12-05; each unpacked at <src>/<X>/vllm/. vLLM is never imported.
+`pip download vllm==X --no-deps`), read 2026-12-05; each unpacked at <src>/<X>/vllm/ (`unzip WHEEL 'vllm/*.py'`,
+the wheel's file name in <src>/<X>/.wheel: the table's `wheels`). vLLM is never imported.
 
 For every release in configurator/vllm/versions.py SUPPORTED, every file whose basename is in BASENAMES (the
 files whose tags start-up logs show: the list below, and every basename tagged in the log text of
@@ -96,6 +97,7 @@ def build(src: Path, releases: list[str], basenames: set[str]) -> dict:
     spans: list[str] = []
     index: dict[str, int] = {}
     table: dict[str, dict[str, int]] = {}
+    wheels: dict[str, str] = {}
     for version in releases:
         root = src / version / "vllm"
         if not root.is_dir():
@@ -117,12 +119,15 @@ def build(src: Path, releases: list[str], basenames: set[str]) -> dict:
                 if row[name] == len(spans):
                     spans.append(text)
         table[version] = row
+        marker = src / version / ".wheel"  # the wheel's file name, where the unpacking step left it
+        if marker.is_file():
+            wheels[version] = marker.read_text(encoding="utf-8").strip()
     return {"about": "vLLM's logging-call source lines per release and file basename, read statically from the "
                      "wheels' source by scripts/gen_log_line_table.py (do not edit by hand); used by "
                      "configurator/vllm/linetags.py",
             "source": "https://pypi.org/project/vllm/ (pip download vllm==X --no-deps: "
                       "https://files.pythonhosted.org/packages/.../vllm-X-cp38-abi3-manylinux*_x86_64.whl)",
-            "read": READ, "basenames": sorted(basenames), "spans": spans, "releases": table}
+            "read": READ, "wheels": wheels, "basenames": sorted(basenames), "spans": spans, "releases": table}
 
 
 def main() -> None:
