@@ -232,7 +232,7 @@ HEADER = """\
 # Available-KV error band: written by `python benchmarks/error_band.py` from the leave-one-combination-out
 # residuals (predicted - logged 'Available KV cache memory') of benchmarks/accuracy.py on data/logs dev, dev2
 # and the found records' train split (never the test split). A combination = layout class | weight format |
-# release era ('assumed' when the log prints none) | features | GPU class (configurator/estimate/band.py).
+# release era ('assumed' when the log tells none) | features | GPU class (configurator/estimate/band.py).
 # unseen.width: the 90% order statistic of every residual (each predicted by a fit that never saw its
 # combination); strata: the same per key value with >= 5 records (a rarer key value: unseen, or its records'
 # widest if wider); an estimate's half-width is the widest of its keys' widths. An over-prediction where the

@@ -96,6 +96,8 @@ class CalibrationReport(BaseModel):
     gpu_note: str | None = Field(None, description="how the GPU was named: the catalog GPU whose CUDA total "
                                                    "the log printed")
     not_predicted: str | None = Field(None, description="why there is no prediction to compare (V0 release)")
+    vllm_version_source: str = Field("", description="where the release came from: --vllm-version, the log's "
+                                                     "version line, its source-line tags, or assumed")
     warnings: list[str] = Field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -111,6 +113,8 @@ class CalibrationReport(BaseModel):
         lines = [f"{c.model}, {c.gpu}, vLLM {c.vllm_version} (from {c.source})"]
         if self.gpu_note:
             lines.append(self.gpu_note)
+        if self.vllm_version_source and self.vllm_version_source != RELEASE_PRINTED:
+            lines.append(f"vLLM {c.vllm_version}: {self.vllm_version_source}")
         lines += ["", f"{'':<36} {'vLLM measured':>14} {'predicted':>12}"]
         for label, measured, predicted in self.rows:
             lines.append(f"{label:<36} {g(measured):>14} {g(predicted):>12}")
@@ -140,13 +144,16 @@ class CalibrationReport(BaseModel):
 # the closest catalog pairs apart (L4 22.040 / A10G 22.058 / A10 22.069 GiB; GH200 95.000 / H20 95.005 is
 # ambiguous and stays `custom` with a warning).
 GPU_TOTAL_TOLERANCE_BYTES = int(0.006 * (1 << 30))
+RELEASE_PRINTED = "the log's version line"
 V0_STAND_IN = "0.7.3"  # the last V0-default release: stands for a V0 log that prints no version (not predicted)
 
 
 def _model_and_release(log, model: str | None, vllm_version: str | None, warnings: list[str]):
-    """The model spec and the release behaviour a log is read as (--model / --vllm-version override the log's),
-    and the release's label when the log names none (a V0 log without its banner)."""
+    """The model spec, the release behaviour a log is read as (--model / --vllm-version override the log's),
+    the release's label when the log names none (a V0 log without its banner), and where the release came from.
+    A log that prints no version is read as the newest release its source-line tags fit (linetags)."""
     from configurator.model.resolve import resolve_model
+    from configurator.vllm.linetags import describe, releases_from_tags
     from configurator.vllm.versions import behaviour
 
     name = model or log.model
@@ -157,15 +164,21 @@ def _model_and_release(log, model: str | None, vllm_version: str | None, warning
     except InputError as e:
         raise InputError(f"{e}; pass --model with a profile, Hugging Face id or config.json") from None
     version = vllm_version or log.vllm_version
+    source = "--vllm-version" if vllm_version else RELEASE_PRINTED
     label = None
-    if not version and log.engine == "V0":
+    # the tag table covers the modelled releases (0.8+) only: it cannot tell a V0 log's release before 0.8
+    candidates = [] if version or log.engine == "V0" else releases_from_tags(log.line_tags)
+    if candidates:
+        version, source = candidates[-1], f"release from the log's source-line tags: {describe(candidates)}"
+    elif not version and log.engine == "V0":
         # a V0 log without a banner (its author cut it): a release before 0.8, not the newest one
         warnings.append("the log is the V0 engine's and does not print the vLLM version: read as a release "
                         "before 0.8 (not predicted); pass --vllm-version to name it")
-        version, label = V0_STAND_IN, "V0 (version not logged)"
+        version, label, source = V0_STAND_IN, "V0 (version not logged)", "V0 stand-in (version not logged)"
     elif not version:
         warnings.append("the log does not print the vLLM version: assuming the newest modelled release")
-    return spec, behaviour(version or "latest"), label
+        source = "assumed: the newest modelled release"
+    return spec, behaviour(version or "latest"), label, source
 
 
 def _logged_kv(log, source: str) -> tuple[int | None, str | None]:
@@ -290,7 +303,7 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
     from configurator.estimate import EstimateRequest, estimate
 
     warnings: list[str] = []
-    spec, b, label = _model_and_release(log, model, vllm_version, warnings)
+    spec, b, label, version_source = _model_and_release(log, model, vllm_version, warnings)
     available, kv_source = _logged_kv(log, source)
     f = _log_flags(log, flags)
     gpu, gpu_memory, gpu_note = _gpu_of_log(log, gpu, gpu_memory, warnings)
@@ -325,5 +338,5 @@ def calibrate_from_log(log, *, source: str, model: str | None = None, gpu: str |
                              calibrated_kv_bytes=check.memory.kv_cache_bytes if check else None,
                              logged_tokens=log.kv_tokens,
                              calibrated_tokens=check.kv_cache.tokens if check and check.kv_cache else None,
-                             gpu_note=gpu_note, not_predicted=pred.not_modelled,
+                             gpu_note=gpu_note, not_predicted=pred.not_modelled, vllm_version_source=version_source,
                              warnings=warnings + (check.warnings if check else []))

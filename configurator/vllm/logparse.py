@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from configurator.errors import InputError
 from configurator.units import GiB
+from configurator.vllm.linetags import tags_in
 
 
 class LogError(InputError):
@@ -90,6 +91,9 @@ class StartupLog:
     # per rank: labels such as "main", "DP0", "TP1", "rank1" in the order they first logged memory
     ranks: tuple[str, ...] = ()
     per_rank_available_kv_bytes: dict[str, int] = field(default_factory=dict)
+    # every "[basename.py:LINE]" tag, first seen first: which releases could have written the log
+    # (configurator/vllm/linetags.py releases_from_tags) when it prints no version
+    line_tags: tuple[tuple[str, int], ...] = ()
 
 
 # --- the line table ------------------------------------------------------------------------------
@@ -585,4 +589,4 @@ def parse_log(text: str) -> StartupLog:
     if scan.banner and not scan.per_rank and not scan.global_values and not scan.errors:
         raise LogError("truncated: no memory lines ('Model loading took', 'Available KV cache memory', "
                        "'GPU KV cache size') after the start banner; the log ends before vLLM profiled memory")
-    return _assemble(scan)
+    return replace(_assemble(scan), line_tags=tuple(tags_in(text)))
