@@ -18,7 +18,8 @@ beforehand (QUANTILE = the coverage target), so that nothing in it is tuned on t
   down to no KV (a KV layout the estimate names as not modelled, estimate/features.py unmodelled_layout):
   there an over-prediction is inside whatever the width;
 - unit: GiB, or a fraction of vLLM's budget (util x total), whichever holds more residuals when each
-  combination is scored against the table built without it (the narrower on a tie).
+  combination is scored against the table built without it; on a tie, the one whose worst stratum (a key
+  value of MIN_STRATUM records or more) holds more, then the narrower.
 
 Held-out coverage, the figure the target is about: each combination scored against the table built without
 any of its records, the unit chosen again without them (nested: neither the widths nor the unit see the
@@ -143,12 +144,23 @@ def held_out(rows: list[dict], unit: str, level: float = QUANTILE) -> dict[str, 
     return out
 
 
+def worst_stratum(rows: list[dict], held: dict[str, bool]) -> float:
+    """The lowest held-out coverage of a key value (layout=..., era=..., ...) that MIN_STRATUM records or more
+    hold (1.0 when none does)."""
+    groups = [[r for r in rows if str(r["keys"][k]) == v] for k in STRATUM_KEYS
+              for v in {str(r["keys"][k]) for r in rows}]
+    return min((sum(held[r["id"]] for r in g) / len(g) for g in groups if len(g) >= MIN_STRATUM), default=1.0)
+
+
 def choose(rows: list[dict]) -> tuple[str, dict]:
-    """The unit with the higher held-out coverage (the narrower median band on a tie), and each unit's
-    coverage."""
-    cov = {u: sum(held_out(rows, u).values()) / len(rows) if rows else 0.0 for u in UNITS}
+    """The unit with the higher held-out coverage; on a tie, the one whose worst stratum holds more (a band
+    must be honest in each kind of deployment, not only on average), then the narrower median band; and each
+    unit's coverage."""
+    held = {u: held_out(rows, u) for u in UNITS}
+    cov = {u: sum(held[u].values()) / len(rows) if rows else 0.0 for u in UNITS}
+    worst = {u: worst_stratum(rows, held[u]) for u in UNITS}
     med = {u: statistics.median(half_width(build(rows, u), r) for r in rows) if rows else 0 for u in UNITS}
-    return max(UNITS, key=lambda u: (cov[u], -med[u])), cov
+    return max(UNITS, key=lambda u: (cov[u], worst[u], -med[u])), cov
 
 
 def fold_table(rows: list[dict]) -> dict:
