@@ -24,7 +24,7 @@ by max_num_seqs and by the KV cache's tokens, which hold L + O/2 tokens per requ
   t_d    = t_step(C decode tokens at context L + O/2)
   t_pre  = sum over prompt chunks of t_step(C decodes + chunk) - t_d   (the prefill's extra cost)
   TPOT   = t_d + (C - 1) x t_pre / O        (the other requests' prefills land in this request's decode steps)
-  TTFT   = chunks x t_d + t_pre (+ the queue when more requests wait than run)
+  TTFT   = chunks x t_d + t_pre (+ the queue when more requests wait than run) + t_first
   tok/s  = C x O / (TTFT + (O - 1) x TPOT)
 
 Pipeline parallel splits the layers over stages and the running requests into micro-batches of C / pp, one per
@@ -35,6 +35,9 @@ preemption and recompute when they run out) and each replayed step timed by step
 of the requests that replace finished ones land in the running decodes' steps, and a KV-capped batch runs fewer
 sequences than its prompts suggest. Speculative decoding keeps the closed form (_burst: a queue phase at the cap,
 then a drain).
+t_first is the serving path's fixed cost outside the GPU's steps (HTTP, tokenizing, the engine core's queue, the
+first token's way back), fitted apart as the median TTFT residual of runs at a client concurrency or a request rate;
+it is left out of e2e (its share of a run's time, about t_first / e2e, is within the step terms' fit).
 The Params figures are fitted on the train split of data/benchmarks (benchmarks/speed_accuracy.py) and kept in
 profiles/speed_calibration.yaml.
 """
@@ -67,6 +70,9 @@ class Params:
     t_layer: float = 0.0  # per decoder layer per step: the kernels' fixed latency (norms, rotary, small GEMMs)
     t_moe_layer: float = 0.0  # more per MoE layer: routing, top-k, token permutation, grouped-GEMM launches
     t_eager_layer: float = 0.0  # per layer of a step too large for a captured CUDA graph: its kernels launched
+    # per request, in its time to first token only: the serving path outside the GPU's steps (the HTTP request,
+    # tokenizing, the engine core's input queue, the first token's detokenizing and write back to the client)
+    t_first: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -236,8 +242,9 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
         out = engines * running * osl / e2e
         if wl.concurrency and wl.concurrency / engines > running:
             queued = (wl.concurrency / engines - running) / running * e2e
-    return Prediction(ttft_ms=(ttft + queued) * 1e3, tpot_ms=tpot * 1e3, output_tok_s=out, running=running,
-                      decode_step_ms=t_d * 1e3, prefill_ms=t_pre * 1e3, bound=bound, limits=tuple(limits))
+    return Prediction(ttft_ms=(ttft + queued + params.t_first) * 1e3, tpot_ms=tpot * 1e3, output_tok_s=out,
+                      running=running, decode_step_ms=t_d * 1e3, prefill_ms=t_pre * 1e3, bound=bound,
+                      limits=tuple(limits))
 
 
 def _burst(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, spec: Speculative | None, n: float, cap: float,

@@ -205,3 +205,24 @@ def test_replacement_prefills_lengthen_the_tpot_of_a_burst_beyond_the_decode_ste
     t_d, _ = step_time(g, gpu_speed("h100-80gb"), Layout(), calibrated_params(), decodes=64, ctx=2050)
     assert burst.tpot_ms > t_d * 1e3 * 1.5
     assert burst.tpot_ms > steady.tpot_ms
+
+
+def test_the_serving_path_cost_lands_in_ttft_only():
+    """t_first (the HTTP request, tokenizing, the engine core's queue, the first token's way back) is a fixed cost
+    in a request's time to first token; the steps, and so TPOT and throughput, do not change."""
+    from configurator.speed import calibrated_params
+
+    base = calibrated_params()
+    wl = Workload(input_len=230, output_len=200, concurrency=4)
+    a = _est(workload=wl, params=dataclasses.replace(base, t_first=0.0))
+    b = _est(workload=wl, params=dataclasses.replace(base, t_first=0.05))
+    assert b.ttft_ms == pytest.approx(a.ttft_ms + 50.0)
+    assert (b.tpot_ms, b.output_tok_s) == (a.tpot_ms, a.output_tok_s)
+
+
+def test_the_calibrated_ttft_has_a_serving_path_cost():
+    """The shipped calibration carries a fitted t_first: the published single-digit-concurrency runs' TTFTs
+    (37-118 ms for ~230-token prompts) are not a GPU's few milliseconds of prefill alone."""
+    from configurator.speed import calibrated_params
+
+    assert 0.005 <= calibrated_params().t_first <= 0.2
