@@ -181,8 +181,13 @@ class Node:
     def items(self, *keys: Any) -> list[Node]:
         """The items of the list under `keys` ([] when missing; noted when not a list)."""
         v = self.value
-        if len(keys) == 1 and type(v) is dict and v.get(keys[0]) is None:
-            return []
+        if len(keys) == 1 and type(v) is dict:  # the common cases, without the general path
+            got = v.get(keys[0])
+            if got is None:
+                return []
+            if type(got) is list:
+                doc, notes, path = self.doc, self.notes, self.path + keys
+                return [Node(doc, (*path, i), x, notes) for i, x in enumerate(got)]
         value, path = self._expect(keys, "a list", list)
         if value is None:
             return []
@@ -191,6 +196,14 @@ class Node:
 
     def mappings(self, *keys: Any) -> list[Node]:
         """The mapping items of the list under `keys`; other items are noted and skipped."""
+        v = self.value
+        if len(keys) == 1 and type(v) is dict:  # the common cases: missing, or a list of mappings
+            got = v.get(keys[0])
+            if got is None:
+                return []
+            if type(got) is list and all(type(x) is dict for x in got):
+                doc, notes, path = self.doc, self.notes, self.path + keys
+                return [Node(doc, (*path, i), x, notes) for i, x in enumerate(got)]
         out = []
         for item in self.items(*keys):
             if isinstance(item.value, dict):
@@ -224,6 +237,8 @@ class Node:
     def text(self, *keys: Any, max_chars: int = MAX_TEXT_CHARS) -> str | None:
         """A scalar as text, as Kubernetes would quote it (strings, numbers, booleans; not dates, lists
         or mappings): env values, label values, annotation values, flag values."""
+        if not keys and type(self.value) is str and len(self.value) <= max_chars:  # the common case
+            return self.value
         value, path, ok = self._raw(keys)
         if value is None or not ok:
             return None
