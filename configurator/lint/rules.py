@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from configurator.lint.extract import Server
@@ -29,6 +30,12 @@ DOCS_PAGE = "docs/rules.md"  # every rule's section is DOCS_PAGE#<rule id>
 MEMORY_REFUSALS = ("To serve at least one request", "CUDA out of memory while loading",
                    "No available memory for the cache blocks", "exceeds available Mamba cache blocks",
                    "Free memory on device", "Cannot auto-fit max_model_len")
+
+
+@lru_cache(maxsize=256)
+def _memory_refusal(text: str) -> bool:
+    """Whether a refusal text names one of MEMORY_REFUSALS (the rules ask with a few fixed texts)."""
+    return any(m in text for m in MEMORY_REFUSALS)
 
 
 def verdict_of(result: object) -> str:
@@ -86,8 +93,10 @@ class Context:
         """One hit per vLLM refusal (from the estimate) containing `text`, at `loc`; a refusal that depends
         on the memory prediction counts only when vLLM refuses across the whole error band, and on the largest
         of the GPUs the pod may land on (a refusal only on the smallest is `gpu-choice-refused`, a warning)."""
-        if any(m in text for m in MEMORY_REFUSALS) and (
-                self.verdict == "at-risk" or self.extra.get("largest_gpu_starts")):
+        e = self.estimate
+        if e is None or not e.errors:  # no refusal at all (most servers)
+            return iter(())
+        if _memory_refusal(text) and (self.verdict == "at-risk" or self.extra.get("largest_gpu_starts")):
             return iter(())
         return (Hit(e, loc) for e in self.errors_with(text))
 
