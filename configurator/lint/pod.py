@@ -204,13 +204,16 @@ def config_file_flags(path: str, pod: Node, inputs: Inputs, namespace: str | Non
 def pod_scheduling(server: Server, pod: Node) -> None:
     """Node labels the pod requires (nodeSelector, required node affinity `In` terms)."""
     labels: dict[str, list[str]] = {}
-    selector = pod.entries("nodeSelector")
-    for k, v in selector:
-        text = v.text()
-        if text is not None:
-            labels.setdefault(k, []).append(text)
-    if pod.mapping("nodeSelector") is not None:
+    selector = pod.mapping("nodeSelector")
+    if selector is not None:
+        for k, v in selector.entries():
+            text = v.text()
+            if text is not None:
+                labels.setdefault(k, []).append(text)
         server.gpu_labels_loc = pod.loc("nodeSelector")
+    if type(pod.value) is dict and pod.value.get("affinity") is None:  # the common case: no node affinity
+        server.gpu_labels = labels
+        return
     terms = pod.at("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
     for term in terms.mappings("nodeSelectorTerms"):
         for expr in term.mappings("matchExpressions"):
