@@ -238,7 +238,9 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
     p = count_params(model)
     dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
     method, bits = quant_method_bits(model, quantization)
-    per_layer = _part_bytes(model, p, tp, dt, method, bits, compute_capability, vllm_version)
+    # the GPU and release pick only the MXFP4 expert kernel: other models' parts are the same on every GPU and release
+    kernel = (compute_capability, vllm_version) if method == "mxfp4" or mxfp4_experts(model, method) else (0, "")
+    per_layer = _part_bytes(model, p, tp, dt, method, bits, *kernel)
     stages = pp_layer_split(model.num_hidden_layers, pp)
     off = towers_skipped(modalities_off)
     towers = (0 if "vision" in off else p.vision) + (0 if "audio" in off else p.audio)
@@ -342,8 +344,9 @@ def _unquantized_attention(model: ModelSpec) -> bool:
     return any("self_attn" in x and not re.search(r"vision|visual|audio", x) for x in skip)
 
 
+@per_model  # pure in the frozen spec and arguments; estimated many times per run (check)
 def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str | None, bits: float | None,
-                capability: int, version: str = "") -> list[float]:
+                capability: int, version: str = "") -> tuple[float, ...]:
     """Bytes of each decoder layer's linear weights on one TP rank."""
     mx = mxfp4_experts(model, method)
     lbits = _linear_bits(model, method, bits)
@@ -371,7 +374,7 @@ def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str 
         # (model_executor/models/qwen3_moe.py, mixtral.py, gpt_oss.py ReplicatedLinear; deepseek_v2.py,
         # gemma4.py, minimax_m2.py GateLinear(ReplicatedLinear), 0.25.0)
         out.append(b + router * dt)
-    return out
+    return tuple(out)
 
 
 def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:
