@@ -235,12 +235,21 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
     --language-model-only): a tower all of whose modalities are off is not built (towers_skipped).
     max_num_batched_tokens > 0 adds the buffers the model allocates at that size while it loads
     (model_load_buffer_bytes)."""
+    method = quant_method_bits(model, quantization)[0]
+    if method != "mxfp4" and not mxfp4_experts(model, method):
+        compute_capability, vllm_version = 0, ""  # they pick only the MXFP4 expert kernel (_part_bytes)
+    return _weight_bytes(model, tp, pp, quantization, dtype, compute_capability, max_num_batched_tokens,
+                         frozenset(modalities_off), vllm_version)
+
+
+@per_model(max_entries=256)  # pure in the frozen spec and arguments; estimated many times per run (check)
+def _weight_bytes(model: ModelSpec, tp: int, pp: int, quantization: str | None, dtype: str | None,
+                  compute_capability: int, max_num_batched_tokens: int, modalities_off: frozenset[str],
+                  vllm_version: str) -> WeightEstimate:
     p = count_params(model)
     dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
     method, bits = quant_method_bits(model, quantization)
-    # the GPU and release pick only the MXFP4 expert kernel: other models' parts are the same on every GPU and release
-    kernel = (compute_capability, vllm_version) if method == "mxfp4" or mxfp4_experts(model, method) else (0, "")
-    per_layer = _part_bytes(model, p, tp, dt, method, bits, *kernel)
+    per_layer = _part_bytes(model, p, tp, dt, method, bits, compute_capability, vllm_version)
     stages = pp_layer_split(model.num_hidden_layers, pp)
     off = towers_skipped(modalities_off)
     towers = (0 if "vision" in off else p.vision) + (0 if "audio" in off else p.audio)
@@ -344,7 +353,6 @@ def _unquantized_attention(model: ModelSpec) -> bool:
     return any("self_attn" in x and not re.search(r"vision|visual|audio", x) for x in skip)
 
 
-@per_model  # pure in the frozen spec and arguments; estimated many times per run (check)
 def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str | None, bits: float | None,
                 capability: int, version: str = "") -> tuple[float, ...]:
     """Bytes of each decoder layer's linear weights on one TP rank."""
