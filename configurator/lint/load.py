@@ -211,10 +211,22 @@ class _Styled:
 
 
 def _scalar(node: yaml.ScalarNode, constructors: dict, loader: Any) -> Any:
+    key = (node.tag, node.value)
+    out = _SCALARS.get(key, _SCALARS)
+    if out is not _SCALARS:
+        return out
     fn = constructors.get(node.tag)
     if fn is None or node.tag in ("tag:yaml.org,2002:set", "tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs"):
         raise _Fallback
-    return fn(loader, node)
+    out = fn(loader, node)
+    if (out is None or type(out) in (int, bool, float)) and len(node.value) <= _TAG_TEXT_MAX:
+        if len(_SCALARS) >= _TAGS_MAX:
+            _SCALARS.clear()
+        _SCALARS[key] = out  # immutable, and pure in the tag and text (ports, counts, booleans recur)
+    return out
+
+
+_SCALARS: dict[tuple[str, str], Any] = {}  # a non-string scalar's value by (tag, text), bounded like _TAGS
 
 
 class _Fallback(Exception):

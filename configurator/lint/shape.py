@@ -168,9 +168,12 @@ class Node:
     # -- containers -------------------------------------------------------------------------------
     def mapping(self, *keys: Any) -> Node | None:
         """The mapping under `keys`, or None (noted when present but not a mapping)."""
-        v = self.value
-        if len(keys) == 1 and type(v) is dict:  # the common cases, without building a path for nothing
-            got = v.get(keys[0])
+        got = self.value
+        for k in keys:  # the common cases (mappings all the way, or a missing key), without the general path
+            if type(got) is not dict:
+                break
+            got = got.get(k)
+        else:
             if got is None:
                 return None
             if type(got) is dict:
