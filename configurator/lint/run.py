@@ -27,13 +27,13 @@ def run(paths: Sequence[str], settings: Settings, *, gpu: str | None = None, wor
     (Helm charts rendered once per chart, kustomizations built, the config's ignorePaths applied), every vLLM
     server found and judged. --gpu, --workload and --vllm-version win over the config's. InputError (exit 2)
     for a GPU no one knows, a path that is not there, or a named file that is no manifest."""
-    from configurator.lint.engine import Options, evaluate
+    with _fewer_collections():  # the imports below too: a check builds its modules' objects without collections
+        from configurator.lint.engine import Options, evaluate
 
-    cfg = settings.config
-    for name in (gpu, settings.default_gpu(), *((cfg.gpu or {}).values() if isinstance(cfg.gpu, dict) else ())):
-        if name:
-            _known_gpu(name)
-    with _fewer_collections():
+        cfg = settings.config
+        for name in (gpu, settings.default_gpu(), *((cfg.gpu or {}).values() if isinstance(cfg.gpu, dict) else ())):
+            if name:
+                _known_gpu(name)
         docs, problems = _load(paths, settings, tuple(values), force_exclude)
         opts = Options(gpu=gpu, workload=workload or cfg.workload, vllm_version=vllm_version or cfg.vllm_version,
                        model_config_dirs=tuple(model_config_dirs), settings=settings)
