@@ -23,7 +23,16 @@ from configurator.lint.extract import ANNOTATION_PREFIX, Server, image_release, 
 from configurator.lint.find import extract_all
 from configurator.lint.load import Document, Problem
 from configurator.lint.parallel import per_gpu_unknown
-from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
+from configurator.lint.rules import (
+    REGISTRY,
+    SEVERITY_ORDER,
+    CatalogFit,
+    Context,
+    Release,
+    Severity,
+    no_check,
+    verdict_of,
+)
 from configurator.model.resolver import manifest_model
 from configurator.vllm.versions import image_ships_flashinfer
 
@@ -649,7 +658,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     run = _Run(opts=opts, settings=settings, out=out,
                workload=load_workload(opts.workload) if opts.workload else None,
                dirs=opts.model_config_dirs + tuple(settings.config.model_config_dirs),
-               enabled=[r for r in REGISTRY.values() if out.severity(r.id) != "off"])
+               enabled=[r for r in REGISTRY.values() if out.severity(r.id) != "off" and r.check is not no_check])
     found, not_understood = _extract_failing_closed(docs, opts.vllm_version, out)
     for nu in not_understood:
         out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,
