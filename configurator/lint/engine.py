@@ -468,11 +468,12 @@ class _Run:
     workload: Any
     dirs: tuple[str, ...]
     enabled: list  # the rules not turned off, once per run
+    checks: list = field(default_factory=list)  # (id, check) of each enabled rule that checks servers
     models: dict = field(default_factory=dict)
     catalog_cache: dict = field(default_factory=dict)
     estimates: dict = field(default_factory=dict)  # (model, GPU, release, flags, used) -> estimate
     gpus: dict = field(default_factory=dict)  # (GPU annotation, node labels, GPU resource) -> (GPU, its source)
-    releases: dict = field(default_factory=dict)  # (image, VLLM_VERSION env) -> Release
+    releases: dict = field(default_factory=dict)  # (image, VLLM_VERSION env) -> (Release, behaviour version)
 
 
 def _server_model(s: Server, run: _Run) -> tuple[Any, Any, str | None, str | None]:
@@ -518,12 +519,13 @@ def _gpu_and_release(s: Server, run: _Run) -> tuple[Any, str, Release, str]:
     gpu, gpu_source = run.gpus[gpu_key]
     release_key = (s.image, s.env.get("VLLM_VERSION"))
     if release_key not in run.releases:
-        run.releases[release_key] = _release(s, run.opts)
-    release = run.releases[release_key]
-    try:
-        version = behaviour(release.version).version
-    except InputError:
-        version = behaviour("latest").version
+        release = _release(s, run.opts)
+        try:
+            version = behaviour(release.version).version
+        except InputError:
+            version = behaviour("latest").version
+        run.releases[release_key] = release, version
+    release, version = run.releases[release_key]
     return gpu, gpu_source, release, version
 
 
@@ -610,9 +612,9 @@ def _evaluate_server(s: Server, run: _Run) -> ServerReport:
                   model_note=model_note, extra=_largest_allowed(s, run, model, gpu, version, result))
     obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
     out = run.out
-    for r in run.enabled:
-        for hit in r.check(ctx):
-            out.add(r.id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations, s.basis)
+    for rule_id, check in run.checks:
+        for hit in check(ctx):
+            out.add(rule_id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations, s.basis)
     return _server_report(s, obj, name, gpu, gpu_source, version, release, result, catalog)
 
 
@@ -658,7 +660,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
     run = _Run(opts=opts, settings=settings, out=out,
                workload=load_workload(opts.workload) if opts.workload else None,
                dirs=opts.model_config_dirs + tuple(settings.config.model_config_dirs),
-               enabled=[r for r in REGISTRY.values() if out.severity(r.id) != "off" and r.check is not no_check])
+               enabled=[r for r in REGISTRY.values() if out.severity(r.id) != "off"])
+    run.checks = [(r.id, r.check) for r in run.enabled if r.check is not no_check]
     found, not_understood = _extract_failing_closed(docs, opts.vllm_version, out)
     for nu in not_understood:
         out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,
