@@ -11,10 +11,12 @@ or a clear refusal.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -55,10 +57,14 @@ def special_kind(path: Path) -> str | None:
 
 def read_stream(stream: BinaryIO, *, cap: int = MAX_INPUT_BYTES, what: str = "input") -> bytes:
     """Read a binary stream to its end, or raise InputTooLarge as soon as it passes `cap` bytes."""
+    return _read_capped(stream.read, cap, what)
+
+
+def _read_capped(read: Callable[[int], bytes], cap: int, what: str) -> bytes:
     parts: list[bytes] = []
     size = 0
     while True:
-        chunk = stream.read(min(_CHUNK, cap + 1 - size))
+        chunk = read(min(_CHUNK, cap + 1 - size))
         if not chunk:
             return b"".join(parts)
         parts.append(chunk)
@@ -81,10 +87,12 @@ def read_file(path: str | Path, *, cap: int = MAX_INPUT_BYTES, what: str | None 
         # O_NONBLOCK: should the path be swapped for a FIFO after the check, open() still returns
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
         fd = os.open(p, flags)
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise NotRegularFile(f"{name}: not a regular file: not read")
-            return read_stream(f, cap=cap, what=name)
+            return _read_capped(functools.partial(os.read, fd), cap, name)  # no buffered file object
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise InputError(f"{name}: no such file") from None
     except OSError as e:

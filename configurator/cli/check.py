@@ -109,6 +109,7 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, for
     from configurator.lint.config import settings_for
     from configurator.lint.run import run
 
+    _light_exit()
     pairs = _pairs(formats, outputs)
     settings = settings_for(list(paths), config_path)
     mapped = dict(m.split("=", 1) for m in model_config if "=" in m)  # NAME=PATH: into `models:`, over the file's
@@ -120,6 +121,22 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, for
     workload_file = workload or settings.config.workload  # the output must not overwrite any input
     inputs = (*paths, *values, *(x for x in (settings.source, workload_file) if x and Path(str(x)).is_file()))
     write_reports(report, pairs, strict or settings.config.strict, force=force, inputs=inputs)
+
+
+_EXIT_FREEZE: list[bool] = []
+
+
+def _light_exit() -> None:
+    """At exit the interpreter's last collection scans every object still alive (the modules, the report, the
+    caches: 0.03 s of a 2,000-manifest check's 1.3 s CPU); frozen first (an atexit hook), they are not scanned.
+    Nothing is lost: the objects are freed as before, and finalizers of objects alive at exit are never promised
+    (Python's data model, object.__del__). Registered once per process."""
+    import atexit
+    import gc
+
+    if not _EXIT_FREEZE:
+        _EXIT_FREEZE.append(True)
+        atexit.register(gc.freeze)
 
 
 def write_reports(report, pairs: Sequence[tuple[str, str | None]], strict: bool, *, force: bool = False,

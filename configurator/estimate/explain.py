@@ -6,6 +6,8 @@ new memory figure except the per-sequence costs that explain them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from configurator.estimate.budget import Budget
 from configurator.estimate.inputs import Inputs
 from configurator.estimate.layout import KVPlan
@@ -15,6 +17,7 @@ from configurator.memory.build import kv_heads_per_rank
 from configurator.memory.groups import KVCacheLayout
 from configurator.memory.kv_dtype import KVDtype
 from configurator.memory.kv_specs import MambaSpec, RequestLimits
+from configurator.memory.per_model import per_model
 from configurator.model.spec import ModelSpec
 from configurator.units import cdiv, human_bytes
 from configurator.vllm import messages
@@ -25,7 +28,7 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
     model, f, kv, cap, limits, max_len = inp.model, inp.flags, inp.kv, v.capacity, v.limits, v.max_len
     layout, ov, kv_flag = kvp.layout, budget.overheads, budget.kv_bytes_flag
     available = budget.available_bytes
-    grows, window_bytes, state = per_sequence_costs(kvp.rank.specs, layout, max_len, limits)
+    grows, window_bytes, state = _sequence_costs(kvp.rank.specs, layout, max_len, limits)
     info = KVCacheInfo(
         dtype=kv.name, bytes_per_token=grows, window_bytes_per_sequence=window_bytes,
         state_bytes_per_sequence=state, block_size=kvp.block_size, bytes_per_block=cap.bytes_per_block,
@@ -55,8 +58,7 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
     derivation = [*budget.derivation, *v.derivation]
     if kvp.block_size_reason:
         derivation.append(f"block size {kvp.block_size}: {kvp.block_size_reason}")
-    derivation += explain_kv(model, kvp.rank.specs, kv, inp.tp, max_len, inp.max_num_seqs,
-                             grows, window_bytes, state)
+    derivation += _kv_text(model, kvp.rank.specs, kv, inp.tp, max_len, inp.max_num_seqs, grows, window_bytes, state)
     derivation += explain_pool(info, max_len, inp.max_num_seqs, available, inp.mcb, v.mnbt)
     given = [name for name, val in (("max_num_seqs", inp.seqs_user), ("max_num_batched_tokens", inp.mnbt_user))
              if val is None]
@@ -97,6 +99,13 @@ def explain(inp: Inputs, kvp: KVPlan, budget: Budget, v: Verdict) -> EstimateRes
             tokens=cap.num_tokens if cap.num_blocks else None, max_model_len=max_len,
             max_concurrency=cap.max_concurrency),
         warnings=warnings, derivation=derivation)
+
+
+# explain_kv and per_sequence_costs once per model object, per-rank specs (one frozen tuple per model and arguments:
+# memory/build.py), layout and figures: `check` explains the same few models at many releases and GPUs
+@per_model(pinned=2, max_entries=1024)
+def _kv_text(model: ModelSpec, specs: tuple, *figures: Any) -> tuple[str, ...]:
+    return tuple(explain_kv(model, specs, *figures))
 
 
 def feature_fields(budget: Budget) -> dict[str, int]:
@@ -291,3 +300,6 @@ def per_sequence_costs(specs: tuple, layout: KVCacheLayout, max_len: int,
         # every attention layer is windowed (Mistral-7B-v0.1): a token costs them until it leaves the window
         grows = sum(s.bytes_per_token for s in specs if not isinstance(s, MambaSpec))
     return grows, window, state
+
+
+_sequence_costs = per_model(pinned=2, max_entries=1024)(per_sequence_costs)  # see _kv_text

@@ -18,6 +18,7 @@ from configurator.memory.build import RankSpecs, build_rank_specs
 from configurator.memory.groups import KVCacheLayout, build_layout
 from configurator.memory.kv_dtype import DTYPE_BYTES, KVDtype
 from configurator.memory.kv_specs import RequestLimits
+from configurator.memory.per_model import per_model
 from configurator.model.hf_config import DSA_MODEL_TYPES
 from configurator.model.spec import ModelSpec
 from configurator.units import cdiv
@@ -121,6 +122,12 @@ def with_draft_layers(rank: RankSpecs, inp: Inputs, mamba_conv: int, mamba_ssm: 
     return replace(rank, specs=rank.specs + d.specs, layers=rank.layers + d.layers)
 
 
+@per_model  # pure in the frozen specs, one tuple per model and arguments (build_rank_specs is remembered too)
+def _layout(specs: tuple, hybrid_manager: bool, pad_ratio: float) -> KVCacheLayout:
+    """build_layout once per specs tuple: `check` estimates the same few models at many releases and lengths."""
+    return build_layout(list(specs), hybrid_manager=hybrid_manager, pad_ratio=pad_ratio)
+
+
 def plan_kv_layout(inp: Inputs) -> KVPlan:
     """Per-rank specs, groups and request limits for the resolved inputs."""
     f, b, model, gpu = inp.flags, inp.b, inp.model, inp.gpu
@@ -170,7 +177,7 @@ def plan_kv_layout(inp: Inputs) -> KVPlan:
     hma = not f.get("disable_hybrid_kv_cache_manager", False)
     if any(g.kind == "chunked" for g in model.layers) and not b.chunked_local_hma:
         hma = False
-    layout = build_layout(list(rank.specs), hybrid_manager=hma, pad_ratio=b.group_pad_ratio)
+    layout = _layout(rank.specs, hma, b.group_pad_ratio)
     if layout.hybrid_manager_disabled:
         warnings.append("hybrid KV cache manager is off: sliding-window / chunked layers pay full-length KV")
     limits = RequestLimits(inp.max_len, inp.mcb * inp.mnbt, mamba_blocks_per_request(inp, block_size))

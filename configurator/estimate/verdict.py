@@ -34,6 +34,8 @@ class Verdict:
 
 def workers(inp: Inputs, kvp: KVPlan, budget: Budget) -> list[Worker]:
     """One worker per PP stage (TP ranks are identical), each with the layers it holds."""
+    if inp.pp <= 1:  # one stage holds every layer
+        return [Worker(budget.available_bytes, None) for _ in range(inp.pp)]
     layer_stage = {}
     for s, r in enumerate(budget.stages):
         for i in r:

@@ -135,6 +135,8 @@ def apply_tokens(server: Server, tokens: list[Token]) -> None:
         tokens = (inner or []) + list(tokens[at + 2:])
     tokens = _without_unresolved(server, list(tokens), version)
     for i, t in enumerate(tokens):  # not a memory flag, but it may name the model a container path holds
+        if not t.text.startswith("--served"):
+            continue
         opt, eq, val = t.text.partition("=")
         if opt in ("--served-model-name", "--served_model_name"):
             following = [x.text for x in tokens[i + 1:i + 4]]
@@ -156,6 +158,7 @@ def apply_tokens(server: Server, tokens: list[Token]) -> None:
                 server.notes.append(message)
     else:
         return
+    literal = all(t.origin == "literal" for t in tokens)
     server.unmodelled += [(o.dest, tokens[o.index].loc) for o in parsed.unmodelled]
     for u in parsed.unknown:
         loc = tokens[u.index].loc
@@ -179,8 +182,13 @@ def apply_tokens(server: Server, tokens: list[Token]) -> None:
             server.repeated[dest].append(loc)
         server.flags[dest] = value
         server.flag_locs[dest] = loc
+        if literal:
+            server.basis[dest] = "literal"
+            continue
         origins = [t.origin for t in tokens[o.index:max(o.end, o.index + 1)] if t.origin != "literal"]
         server.basis[dest] = ", ".join(dict.fromkeys(origins)) or "literal"
+    if literal:  # no token took its value from anywhere else: no default taken
+        return
     for i, t in enumerate(tokens):  # a default taken (${VAR:-d}) by any option, modelled or not, is said
         if "default of $" in t.origin:
             option = t.text if t.text.startswith("--") else tokens[i - 1].text if i else "argument"

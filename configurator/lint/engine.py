@@ -23,7 +23,16 @@ from configurator.lint.extract import ANNOTATION_PREFIX, Server, image_release, 
 from configurator.lint.find import extract_all
 from configurator.lint.load import Document, Problem
 from configurator.lint.parallel import per_gpu_unknown
-from configurator.lint.rules import REGISTRY, SEVERITY_ORDER, CatalogFit, Context, Release, Severity, verdict_of
+from configurator.lint.rules import (
+    REGISTRY,
+    SEVERITY_ORDER,
+    CatalogFit,
+    Context,
+    Release,
+    Severity,
+    no_check,
+    verdict_of,
+)
 from configurator.model.resolver import manifest_model
 from configurator.vllm.versions import image_ships_flashinfer
 
@@ -491,11 +500,12 @@ class _Run:
     workload: Any
     dirs: tuple[str, ...]
     enabled: list  # the rules not turned off, once per run
+    checks: list = field(default_factory=list)  # (id, check) of each enabled rule that checks servers
     models: dict = field(default_factory=dict)
     catalog_cache: dict = field(default_factory=dict)
     estimates: dict = field(default_factory=dict)  # (model, GPU, release, flags, used) -> estimate
     gpus: dict = field(default_factory=dict)  # (GPU annotation, node labels, GPU resource) -> (GPU, its source)
-    releases: dict = field(default_factory=dict)  # (image, VLLM_VERSION env) -> Release
+    releases: dict = field(default_factory=dict)  # (image, VLLM_VERSION env) -> (Release, behaviour version)
 
 
 def _server_model(s: Server, run: _Run) -> tuple[Any, Any, str | None, str | None]:
@@ -541,12 +551,13 @@ def _gpu_and_release(s: Server, run: _Run) -> tuple[Any, str, Release, str]:
     gpu, gpu_source = run.gpus[gpu_key]
     release_key = (s.image, s.env.get("VLLM_VERSION"))
     if release_key not in run.releases:
-        run.releases[release_key] = _release(s, run.opts)
-    release = run.releases[release_key]
-    try:
-        version = behaviour(release.version).version
-    except InputError:
-        version = behaviour("latest").version
+        release = _release(s, run.opts)
+        try:
+            version = behaviour(release.version).version
+        except InputError:
+            version = behaviour("latest").version
+        run.releases[release_key] = release, version
+    release, version = run.releases[release_key]
     return gpu, gpu_source, release, version
 
 
@@ -633,9 +644,9 @@ def _evaluate_server(s: Server, run: _Run) -> ServerReport:
                   model_note=model_note, extra=_largest_allowed(s, run, model, gpu, version, result))
     obj = ObjectRef(kind=s.kind, namespace=s.namespace, name=s.name)
     out = run.out
-    for r in run.enabled:
-        for hit in r.check(ctx):
-            out.add(r.id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations, s.basis)
+    for rule_id, check in run.checks:
+        for hit in check(ctx):
+            out.add(rule_id, hit.message, hit.loc or s.loc, obj, s.container, s.annotations, s.basis)
     return _server_report(s, obj, name, gpu, gpu_source, version, release, result, catalog)
 
 
@@ -682,6 +693,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                workload=load_workload(opts.workload) if opts.workload else None,
                dirs=opts.model_config_dirs + tuple(settings.config.model_config_dirs),
                enabled=[r for r in REGISTRY.values() if out.severity(r.id) != "off"])
+    run.checks = [(r.id, r.check) for r in run.enabled if r.check is not no_check]
     found, not_understood = _extract_failing_closed(docs, opts.vllm_version, out)
     for nu in not_understood:
         out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,

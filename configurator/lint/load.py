@@ -158,22 +158,21 @@ def _walk(root: yaml.Node, text: str, pos: dict, styles: dict, indents: dict, lo
         visited.add(nid)
         total += 1
         pending: list[tuple[yaml.Node, Path_, Any, Any]] = []
-        entries: Any  # (key in the path, key in the container, node) of each item
         if node.tag == _SEQ:
-            n = len(node.value)
-            value = built[nid] = [None] * n
-            entries = zip(range(n), range(n), node.value, strict=True)
+            value = built[nid] = [None] * len(node.value)
+            seq = True
         elif node.tag == _MAP:
             value = built[nid] = {}
-            entries = []
-            for k, v in node.value:
-                if type(k) is not scalar or k.tag == "tag:yaml.org,2002:merge":
-                    raise _Fallback
-                entries.append((k.value, k.value if k.tag == _STR else _scalar(k, constructors, loader), v))
+            seq = False
         else:
             raise _Fallback
-        seq = type(value) is list
-        for pk, ck, v in entries:
+        for pk, v in (enumerate(node.value) if seq else node.value):
+            if seq:
+                ck = pk
+            else:  # pk is the key's node: a scalar (a merge key or a collection as key: PyYAML's constructor)
+                if type(pk) is not scalar or pk.tag == "tag:yaml.org,2002:merge":
+                    raise _Fallback
+                pk, ck = pk.value, (pk.value if pk.tag == _STR else _scalar(pk, constructors, loader))
             vpath = (*path, pk)
             if type(v) is scalar and (seq or ck not in value):  # (a repeated key goes the long way: the last wins)
                 mark = v.start_mark
@@ -211,10 +210,22 @@ class _Styled:
 
 
 def _scalar(node: yaml.ScalarNode, constructors: dict, loader: Any) -> Any:
+    key = (node.tag, node.value)
+    out = _SCALARS.get(key, _SCALARS)
+    if out is not _SCALARS:
+        return out
     fn = constructors.get(node.tag)
     if fn is None or node.tag in ("tag:yaml.org,2002:set", "tag:yaml.org,2002:omap", "tag:yaml.org,2002:pairs"):
         raise _Fallback
-    return fn(loader, node)
+    out = fn(loader, node)
+    if (out is None or type(out) in (int, bool, float)) and len(node.value) <= _TAG_TEXT_MAX:
+        if len(_SCALARS) >= _TAGS_MAX:
+            _SCALARS.clear()
+        _SCALARS[key] = out  # immutable, and pure in the tag and text (ports, counts, booleans recur)
+    return out
+
+
+_SCALARS: dict[tuple[str, str], Any] = {}  # a non-string scalar's value by (tag, text), bounded like _TAGS
 
 
 class _Fallback(Exception):

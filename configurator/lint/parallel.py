@@ -5,6 +5,7 @@ lint/discover.py, which both read it (a lint.extract.Server and its tokens are w
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 # --data-parallel-size-local and the rank options are not memory flags (configurator.vllm.flags leaves them
@@ -20,9 +21,10 @@ _PARALLEL = {"--tensor-parallel-size": "tensor_parallel_size", "-tp": "tensor_pa
 _INT = re.compile(r"^\d+$")
 
 
+@lru_cache(maxsize=4096)
 def _option(text: str) -> tuple[str, str | None]:
     """(option, value after `=`); an unambiguous prefix of a parallel option is that option, as argparse's
-    allow_abbrev reads it (`--tensor-parallel 8`)."""
+    allow_abbrev reads it (`--tensor-parallel 8`). Pure in the text, which recurs across servers (cached)."""
     opt, eq, val = text.partition("=")
     if opt.startswith("--"):
         opt = opt.replace("_", "-")

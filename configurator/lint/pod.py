@@ -29,7 +29,10 @@ MAX_SCRIPT_CHARS = 1 << 20  # a `sh -c` script in args may be long; past 1 MiB i
 
 def argv_items(c: Node, key: str) -> list[tuple[Node, str]]:
     """`command` or `args` as (node, text): a list of scalars, or (leniently) one string."""
-    if c.at(key).is_str():
+    value = c.value.get(key) if type(c.value) is dict else c.at(key).value
+    if value is None:
+        return []
+    if isinstance(value, str):
         text = c.text(key, max_chars=MAX_SCRIPT_CHARS)
         return [] if text is None else [(c.at(key), text)]
     out = []
@@ -130,12 +133,16 @@ def container_tokens(argv: list[tuple[Node, str]], env: dict[str, str]) -> list[
     value came from (Token.origin)."""
     items: list[tuple[Token, str]] = []
     for node, text in argv:
-        style = node.doc.style(node.path)
+        doc = node.doc
+        style = doc.style(node.path) if doc.styles else ""
         if style == "|":
-            style += str(node.doc.indent(node.path))
-        origins: list[str] = []
-        expanded = _expand(text, env, origins)
-        items.append((Token(expanded, node.loc(), ", ".join(dict.fromkeys(origins)) or "literal"), style))
+            style += str(doc.indent(node.path))
+        if "$" in text:
+            origins: list[str] = []
+            expanded = _expand(text, env, origins)
+            items.append((Token(expanded, node.loc(), ", ".join(dict.fromkeys(origins)) or "literal"), style))
+        else:  # nothing to expand (_expand returns the text itself)
+            items.append((Token(text, node.loc()), style))
     at = shell_script_at([t.text for t, _ in items])
     if at is not None:
         script, style = items[at]
@@ -197,13 +204,16 @@ def config_file_flags(path: str, pod: Node, inputs: Inputs, namespace: str | Non
 def pod_scheduling(server: Server, pod: Node) -> None:
     """Node labels the pod requires (nodeSelector, required node affinity `In` terms)."""
     labels: dict[str, list[str]] = {}
-    selector = pod.entries("nodeSelector")
-    for k, v in selector:
-        text = v.text()
-        if text is not None:
-            labels.setdefault(k, []).append(text)
-    if pod.mapping("nodeSelector") is not None:
+    selector = pod.mapping("nodeSelector")
+    if selector is not None:
+        for k, v in selector.entries():
+            text = v.text()
+            if text is not None:
+                labels.setdefault(k, []).append(text)
         server.gpu_labels_loc = pod.loc("nodeSelector")
+    if type(pod.value) is dict and pod.value.get("affinity") is None:  # the common case: no node affinity
+        server.gpu_labels = labels
+        return
     terms = pod.at("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
     for term in terms.mappings("nodeSelectorTerms"):
         for expr in term.mappings("matchExpressions"):

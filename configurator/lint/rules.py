@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from configurator.lint.extract import Server
@@ -29,6 +30,12 @@ DOCS_PAGE = "docs/rules.md"  # every rule's section is DOCS_PAGE#<rule id>
 MEMORY_REFUSALS = ("To serve at least one request", "CUDA out of memory while loading",
                    "No available memory for the cache blocks", "exceeds available Mamba cache blocks",
                    "Free memory on device", "Cannot auto-fit max_model_len")
+
+
+@lru_cache(maxsize=256)
+def _memory_refusal(text: str) -> bool:
+    """Whether a refusal text names one of MEMORY_REFUSALS (the rules ask with a few fixed texts)."""
+    return any(m in text for m in MEMORY_REFUSALS)
 
 
 def verdict_of(result: object) -> str:
@@ -86,8 +93,10 @@ class Context:
         """One hit per vLLM refusal (from the estimate) containing `text`, at `loc`; a refusal that depends
         on the memory prediction counts only when vLLM refuses across the whole error band, and on the largest
         of the GPUs the pod may land on (a refusal only on the smallest is `gpu-choice-refused`, a warning)."""
-        if any(m in text for m in MEMORY_REFUSALS) and (
-                self.verdict == "at-risk" or self.extra.get("largest_gpu_starts")):
+        e = self.estimate
+        if e is None or not e.errors:  # no refusal at all (most servers)
+            return iter(())
+        if _memory_refusal(text) and (self.verdict == "at-risk" or self.extra.get("largest_gpu_starts")):
             return iter(())
         return (Hit(e, loc) for e in self.errors_with(text))
 
@@ -124,27 +133,32 @@ def rule(id: str, title: str, severity: Severity, description: str, remediation:
     return deco
 
 
+def no_check(ctx: Context) -> Iterator[Hit]:
+    """The check of a rule that no server check reports (the engine runs none of them per server)."""
+    return iter(())
+
+
 # parse-error and not-understood are reported by the loader and the extractor, not by a check; registered
 # for their metadata (docs, severity, SARIF rules).
 REGISTRY["parse-error"] = Rule(
     "parse-error", "File cannot be read or parsed", "error",
     "The file is not UTF-8 YAML or JSON (binary, truncated, invalid syntax, an alias bomb, or too large), so the "
     "servers it may hold were not checked.", "Fix the file or leave it out of the paths given to check.",
-    lambda ctx: iter(()))
+    no_check)
 REGISTRY["template-not-rendered"] = Rule(
     "template-not-rendered", "A template, not a manifest", "info",
     "A Helm chart, a Kustomize folder, or a file with unfilled placeholders ({{ .Values.x }}, ${VAR}) is not YAML "
     "until rendered; when it cannot be rendered here (helm or kubectl not on PATH, or rendering fails) it is "
     "reported once, not as a parse error.", "Render it (helm template, kubectl kustomize, envsubst) and check the "
     "output, or put helm / kubectl on PATH.",
-    lambda ctx: iter(()))
+    no_check)
 REGISTRY["not-understood"] = Rule(
     "not-understood", "Mentions vLLM, but no server was understood", "info",
     "An object or file mentions vLLM (a vLLM image, `vllm serve`, `vllm.entrypoints`, a known serving kind) but "
     "yields no server the linter could read, so nothing in it was checked. A linter that passes what it did not "
     "understand in silence is worse than none.",
     "Render it first (helm template, kubectl kustomize), or report the format so it can be read.",
-    lambda ctx: iter(()))
+    no_check)
 REGISTRY["runtime-template-unbound"] = Rule(
     "runtime-template-unbound", "A KServe runtime template no InferenceService in the input uses", "info",
     "A ServingRuntime or ClusterServingRuntime runs no pod by itself: KServe merges its container into the pod "
@@ -155,7 +169,7 @@ REGISTRY["runtime-template-unbound"] = Rule(
     "Check the runtime together with the InferenceServices that use it (`check runtime.yaml isvc.yaml`); their "
     "storageUri (hf://org/name, or a pvc:// / s3:// URI mapped with models: in .vllm-configurator.yaml) names "
     "the model.",
-    lambda ctx: iter(()))
+    no_check)
 
 REGISTRY["config-unbound"] = Rule(
     "config-unbound", "A ConfigMap of vLLM engine arguments no server in the input reads", "info",
@@ -175,7 +189,7 @@ REGISTRY["read-by-server"] = Rule(
     "mentions vLLM says what became of it.",
     "Nothing to do while the files are checked together. Where two files hold objects of the same name (a folder "
     "of unrelated examples), check them apart.",
-    lambda ctx: iter(()))
+    no_check)
 
 REGISTRY["internal-error"] = Rule(
     "internal-error", "The server could not be evaluated", "error",
@@ -185,7 +199,7 @@ REGISTRY["internal-error"] = Rule(
     "The message names the cause in one line. An annotation on the object cannot silence it; the operator's "
     "config file can.",
     "Fix or remove the flag value the message points at; if the manifest is valid, report the message as a bug.",
-    lambda ctx: iter(()))
+    no_check)
 
 
 @rule("kv-cache-too-small", "max_model_len does not fit the KV cache", "error",

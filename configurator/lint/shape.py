@@ -168,9 +168,12 @@ class Node:
     # -- containers -------------------------------------------------------------------------------
     def mapping(self, *keys: Any) -> Node | None:
         """The mapping under `keys`, or None (noted when present but not a mapping)."""
-        v = self.value
-        if len(keys) == 1 and type(v) is dict:  # the common cases, without building a path for nothing
-            got = v.get(keys[0])
+        got = self.value
+        for k in keys:  # the common cases (mappings all the way, or a missing key), without the general path
+            if type(got) is not dict:
+                break
+            got = got.get(k)
+        else:
             if got is None:
                 return None
             if type(got) is dict:
@@ -181,8 +184,13 @@ class Node:
     def items(self, *keys: Any) -> list[Node]:
         """The items of the list under `keys` ([] when missing; noted when not a list)."""
         v = self.value
-        if len(keys) == 1 and type(v) is dict and v.get(keys[0]) is None:
-            return []
+        if len(keys) == 1 and type(v) is dict:  # the common cases, without the general path
+            got = v.get(keys[0])
+            if got is None:
+                return []
+            if type(got) is list:
+                doc, notes, path = self.doc, self.notes, self.path + keys
+                return [Node(doc, (*path, i), x, notes) for i, x in enumerate(got)]
         value, path = self._expect(keys, "a list", list)
         if value is None:
             return []
@@ -191,6 +199,14 @@ class Node:
 
     def mappings(self, *keys: Any) -> list[Node]:
         """The mapping items of the list under `keys`; other items are noted and skipped."""
+        v = self.value
+        if len(keys) == 1 and type(v) is dict:  # the common cases: missing, or a list of mappings
+            got = v.get(keys[0])
+            if got is None:
+                return []
+            if type(got) is list and all(type(x) is dict for x in got):
+                doc, notes, path = self.doc, self.notes, self.path + keys
+                return [Node(doc, (*path, i), x, notes) for i, x in enumerate(got)]
         out = []
         for item in self.items(*keys):
             if isinstance(item.value, dict):
@@ -224,6 +240,8 @@ class Node:
     def text(self, *keys: Any, max_chars: int = MAX_TEXT_CHARS) -> str | None:
         """A scalar as text, as Kubernetes would quote it (strings, numbers, booleans; not dates, lists
         or mappings): env values, label values, annotation values, flag values."""
+        if not keys and type(self.value) is str and len(self.value) <= max_chars:  # the common case
+            return self.value
         value, path, ok = self._raw(keys)
         if value is None or not ok:
             return None

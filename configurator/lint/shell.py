@@ -173,12 +173,15 @@ def shell_script_at(words: list[str]) -> int | None:
     return i if seen_c and i < len(words) else None
 
 
+_SPLITS = re.compile(r"[ \t\n;&|]")  # a command line item holding one of these is itself a command
+
+
 def argv_words(argv: list[str]) -> list[str]:
     """A command line as words: an item that is itself a command (`vllm serve m --port 8000`, a `sh -c`
     script) split as the shell would."""
     out: list[str] = []
     for text in argv:
-        if any(ch in text for ch in " \t\n;&|") and not text.startswith("-"):
+        if not text.startswith("-") and _SPLITS.search(text) is not None:
             out += [w for seg in shell_words(text, script=True) for w, _ in seg]
         else:
             out.append(text)

@@ -7,6 +7,7 @@ and how many blocks one request of the longest allowed length needs (`blocks_per
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from configurator.memory.kv_dtype import KVDtype
 from configurator.units import cdiv
@@ -41,7 +42,7 @@ class AttentionSpec:
     dtype: KVDtype
     page_size_padded: int | None = None
 
-    @property
+    @cached_property  # frozen; a model's specs are shared by its estimates (memory/per_model.py), asked per block
     def real_page_size_bytes(self) -> int:
         # Llama-2-7B, fp16, bs 16: 16 x 32 x (256 B + 256 B) = 262,144 B per layer per block.
         return self.block_size * self.num_kv_heads * (

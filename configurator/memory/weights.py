@@ -235,6 +235,17 @@ def weight_bytes(model: ModelSpec, *, tp: int, pp: int, quantization: str | None
     --language-model-only): a tower all of whose modalities are off is not built (towers_skipped).
     max_num_batched_tokens > 0 adds the buffers the model allocates at that size while it loads
     (model_load_buffer_bytes)."""
+    method = quant_method_bits(model, quantization)[0]
+    if method != "mxfp4" and not mxfp4_experts(model, method):
+        compute_capability, vllm_version = 0, ""  # they pick only the MXFP4 expert kernel (_part_bytes)
+    return _weight_bytes(model, tp, pp, quantization, dtype, compute_capability, max_num_batched_tokens,
+                         frozenset(modalities_off), vllm_version)
+
+
+@per_model(max_entries=256)  # pure in the frozen spec and arguments; estimated many times per run (check)
+def _weight_bytes(model: ModelSpec, tp: int, pp: int, quantization: str | None, dtype: str | None,
+                  compute_capability: int, max_num_batched_tokens: int, modalities_off: frozenset[str],
+                  vllm_version: str) -> WeightEstimate:
     p = count_params(model)
     dt = DTYPE_BYTES.get(dtype or model.dtype, 2)
     method, bits = quant_method_bits(model, quantization)
@@ -343,7 +354,7 @@ def _unquantized_attention(model: ModelSpec) -> bool:
 
 
 def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str | None, bits: float | None,
-                capability: int, version: str = "") -> list[float]:
+                capability: int, version: str = "") -> tuple[float, ...]:
     """Bytes of each decoder layer's linear weights on one TP rank."""
     mx = mxfp4_experts(model, method)
     lbits = _linear_bits(model, method, bits)
@@ -371,7 +382,7 @@ def _part_bytes(model: ModelSpec, p: ParamCounts, tp: int, dt: int, method: str 
         # (model_executor/models/qwen3_moe.py, mixtral.py, gpt_oss.py ReplicatedLinear; deepseek_v2.py,
         # gemma4.py, minimax_m2.py GateLinear(ReplicatedLinear), 0.25.0)
         out.append(b + router * dt)
-    return out
+    return tuple(out)
 
 
 def _rope_cache_bytes(model: ModelSpec, dt: int) -> int:

@@ -7,6 +7,7 @@ builds these from a config.json.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 # What a layer keeps per request, in vLLM's terms:
@@ -123,7 +124,7 @@ class ModelSpec:
     text_config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
     full_config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    @property
+    @cached_property  # frozen: computed once (every estimate asks, per layer group)
     def has_mamba(self) -> bool:
         return any(layer.kind == "mamba" for layer in self.layers)
 

@@ -383,14 +383,15 @@ def test_check_keeps_objects_the_caller_froze():
     import gc
 
     from configurator.cli.check import _fewer_collections
+    from configurator.lint.run import CHECK_GC_THRESHOLD
 
     gc.freeze()  # a server freezes what it loaded at start-up
     try:
         frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
         with _fewer_collections():
             with _fewer_collections():  # nested: only the outermost changes anything
-                assert gc.get_threshold() == (50_000, 20, 100)
-            assert gc.get_threshold() == (50_000, 20, 100)  # the inner one did not restore early
+                assert gc.get_threshold() == CHECK_GC_THRESHOLD
+            assert gc.get_threshold() == CHECK_GC_THRESHOLD  # the inner one did not restore early
         assert gc.get_freeze_count() >= frozen and gc.get_threshold() == threshold
     finally:
         gc.unfreeze()
@@ -401,6 +402,7 @@ def test_check_from_threads_restores_once_all_are_done():
     import threading
 
     from configurator.cli.check import _fewer_collections
+    from configurator.lint.run import CHECK_GC_THRESHOLD
 
     threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
     entered, release = threading.Barrier(3), threading.Event()
@@ -414,7 +416,7 @@ def test_check_from_threads_restores_once_all_are_done():
     for t in threads:
         t.start()
     entered.wait(timeout=30)
-    assert gc.get_threshold() == (50_000, 20, 100) and gc.get_freeze_count() > 0
+    assert gc.get_threshold() == CHECK_GC_THRESHOLD and gc.get_freeze_count() > 0
     release.set()
     for t in threads:
         t.join(timeout=30)
