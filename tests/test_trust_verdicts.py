@@ -133,10 +133,6 @@ def test_gpu_classes():
     assert int(seen.get("gpu_class=rocm", 0)) == 0 and int(seen.get("gpu_class=datacenter", 0)) >= 5
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "since the release rule reads the log's source-line tags (benchmarks/accuracy.py), profiles/error_bands.yaml's "
-    "unit is gib (a tie on held-out coverage with budget_fraction, the narrower wins): the unseen width is 0.93 GiB "
-    "on any GPU, so a 70B on an MI300x at 98,304 tokens is `fits`, not `at-risk`; the lead decides"))
 def test_rocm_band_is_widened_and_says_so():
     flags = {"max_model_len": 98304}
     r = estimate(EstimateRequest(model="meta-llama/Llama-3.1-70B-Instruct", gpu="mi300x", flags=flags))
