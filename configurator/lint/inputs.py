@@ -50,6 +50,24 @@ class Inputs:
                 best, best_key = node, key
         return best
 
+    def config_document(self, name: str, key: str, file: str | None = None, namespace: str | None = None
+                        ) -> tuple[Node, Loc] | None:
+        """The YAML file a ConfigMap (`named` as a pod would get it) holds under data.`key`: its one document and
+        where the value starts; the ConfigMap counts as read by a server. None when there is no such ConfigMap,
+        value, or single parsed document."""
+        from configurator.lint.load import parse_text
+
+        cm = self.named("ConfigMap", name, file, namespace)
+        text = cm.str("data", key, max_chars=1 << 20) if cm is not None else None
+        if cm is None or text is None:
+            return None
+        self.consumed.add(id(cm.doc))
+        base = cm.loc("data", key)
+        docs, problems = parse_text(text, base.file)
+        if problems or len(docs) != 1:
+            return None
+        return Node.of(docs[0]), base
+
     def notice(self, doc: Document, finding: NotUnderstood) -> None:
         """A finding on an object that yields no server (an unbound runtime template), reported with it."""
         self.notices.setdefault(id(doc), []).append(finding)

@@ -169,8 +169,6 @@ def config_file_flags(path: str, pod: Node, inputs: Inputs, namespace: str | Non
                       ) -> list[tuple[Node, str, Loc]]:
     """`--config /etc/vllm/config.yaml`: its (value node, key, line) from a ConfigMap mounted there,
     in the same input (and the pod's namespace)."""
-    from configurator.lint.load import parse_text
-
     out: list[tuple[Node, str, Loc]] = []
     for c in pod.mappings("containers"):
         for m in c.mappings("volumeMounts"):
@@ -182,18 +180,10 @@ def config_file_flags(path: str, pod: Node, inputs: Inputs, namespace: str | Non
                 cm_name = v.str("configMap", "name")
                 if cm_name is None or v.str("name") != m.str("name"):
                     continue
-                cm = inputs.named("ConfigMap", cm_name, pod.doc.file, namespace)
-                if cm is None:
+                found = inputs.config_document(cm_name, key, pod.doc.file, namespace)
+                if found is None:
                     continue
-                text = cm.str("data", key, max_chars=1 << 20)
-                if text is None:
-                    continue
-                inputs.consumed.add(id(cm.doc))
-                base = cm.loc("data", key)
-                docs, problems = parse_text(text, base.file)
-                if problems or len(docs) != 1:
-                    continue
-                cfg = Node.of(docs[0])
+                cfg, base = found
                 for i, (k, val) in enumerate(cfg.entries()):
                     out.append((val, k, Loc(base.file, base.line + i + 1, 1)))
     return out

@@ -25,7 +25,6 @@ from configurator.hardware.labels import gpu_from_labels
 from configurator.lint.extract import Inputs, Server, Token, apply_tokens, pod_servers
 from configurator.lint.formats import register
 from configurator.lint.formats._common import apply_kwargs, new_server, set_gpu_count, set_model
-from configurator.lint.load import parse_text
 from configurator.lint.shape import Node
 
 RUNTIME_ANNOTATION = "kaito.sh/runtime"
@@ -54,18 +53,10 @@ def _runtime(obj: Node) -> str:
 
 def _config(s: Server, inf: Node, inputs: Inputs) -> None:
     name = inf.name("config")
-    cm = inputs.named("ConfigMap", name, inf.doc.file) if name else None
-    if cm is None:
+    found = inputs.config_document(name, CONFIG_KEY, inf.doc.file) if name else None
+    if found is None:
         return
-    text = cm.str("data", CONFIG_KEY, max_chars=1 << 20)
-    if text is None:
-        return
-    inputs.consumed.add(id(cm.doc))
-    base = cm.loc("data", CONFIG_KEY)
-    docs, problems = parse_text(text, base.file)
-    if problems or len(docs) != 1:
-        return
-    vllm = Node.of(docs[0]).mapping("vllm")
+    vllm = found[0].mapping("vllm")
     if vllm is not None:
         apply_kwargs(s, vllm, name=lambda k: k.replace("-", "_"))
 
