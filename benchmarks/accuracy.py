@@ -9,11 +9,15 @@ record marks as "vLLM's default" is not passed: the tool supplies its own defaul
 --kv-cache-memory-bytes: the full profile model.
 
 - The release a record is evaluated as (`release_for`), by one rule: the one its log prints; else the
+  newest release its log's source-line tags fit ("[gpu_worker.py:298]": the releases with a logging call on
+  every tagged line, configurator/vllm/linetags.py; read from the log text only, never `notes`); else the
   newest release published on or before the earliest date its own text gives (`source`, `notes`,
   `other_flags`: an ISO date, a day with month and year, a month and year -> its last day;
-  configurator/vllm/release_dates.py); else the tool's default (the newest modelled). Dated and default
-  records are at an assumed release: their era key is 'assumed' (the band of an unknown release).
-  `--unknown-version X` evaluates every record that prints no release as X instead (a sensitivity check).
+  configurator/vllm/release_dates.py); else the tool's default (the newest modelled). A release read from
+  the tags is read from the log, not assumed, unless its candidates span more than one accounting era
+  (configurator/estimate/band.py era_of). Dated and default records, and those, are at an assumed release:
+  their era key is 'assumed' (the band of an unknown release). `--unknown-version X` evaluates every record
+  whose log tells no release (neither printed nor by its tags) as X instead (a sensitivity check).
 - Left out, with every reason: V0, patched builds, an option the tool names as not modelled, a feature
   named without its settings, TP ranks without a TP size, no model profile or GPU, a quantization the
   record says is not stated, another process on the GPU with no amount. Never for how a record misses: a
@@ -69,12 +73,13 @@ from kv_reproduction import (
 
 from configurator.errors import ConfiguratorError
 from configurator.estimate import EstimateRequest, estimate
-from configurator.estimate.band import combination, stratum_keys
+from configurator.estimate.band import combination, era_of, stratum_keys
 from configurator.estimate.budget import coefficients_for
 from configurator.hardware.catalog import find_gpu, list_gpus
 from configurator.memory.overheads import OverheadCoefficients
 from configurator.units import GiB, MiB
 from configurator.vllm.flags import UNMODELLED_MEMORY_OPTIONS
+from configurator.vllm.linetags import LOG_TEXT_FIELDS, describe, releases_from_line_tags
 from configurator.vllm.overhead_data import era_row
 from configurator.vllm.release_dates import latest_at
 from configurator.vllm.versions import NEWEST, behaviour, normalize, sampler_uncertain
@@ -90,7 +95,8 @@ HELD_EXPONENT = 0.28  # the exponent before it was fitted (a sensitivity row of 
 GRAPH_START = (256 * MiB, 8 * MiB)  # the CUDA-graph terms before they were fitted (base, per layer)
 HUBER_BYTES = GiB // 2  # the fit's loss is squared within half a GiB, linear beyond (huber)
 # how a record's release was found; records whose release is only the tool's default are not fitted
-FITTED_HOW = ("log", "date")
+FITTED_HOW = ("log", "tags", "date")
+READ_HOW = ("log", "tags")  # read from the log itself (printed, or by its source-line tags): not assumed
 # the predicted weights less this share (the weights target's 3% and rounding) plus the logged KV above util x
 # total prove the catalog GPU a record's name maps to too small: family_gpu takes the smallest of its family
 # that holds them (only for a GPU found by name, not by a logged CUDA total; vLLM's logged weights are exact)
@@ -127,8 +133,15 @@ class Release:
     """The release a record is evaluated as, how it was found, and the evidence."""
 
     version: str
-    how: str  # 'log' (printed) | 'date' (latest_at the record's date) | 'prose' | 'default' | 'override'
+    how: str  # 'log' (printed) | 'tags' (its source-line tags) | 'date' (latest_at the record's date) | 'default'
+    # | 'override'
     why: str = ""
+    eras: int = 1  # accounting eras the line tags' candidates span: more than one leaves the release assumed
+
+    @property
+    def assumed(self) -> bool:
+        """Not read from the log (dated, default, override), or read from tags that leave the era open."""
+        return self.how not in READ_HOW or self.eras > 1
 
 
 @dataclass
@@ -205,14 +218,21 @@ def record_dates(r: dict) -> list[tuple[dt.date, str]]:
 
 
 def release_for(r: dict, unknown_version: str | None = None, records: list[dict] | None = None) -> Release:
-    """The release a record is evaluated as, by one rule: the release its log prints; else the newest
-    release published on or before the earliest date its own text gives (record_dates); else the tool's
-    default. Records at an assumed release (dated or default) get the band of an unknown release (their own
-    stratum, era 'assumed'). Raises LookupError when the record is dated before the first release the date
-    table knows (an older engine). `records` is unused (kept for callers)."""
+    """The release a record is evaluated as, by one rule: the release its log prints; else the newest release
+    its log's source-line tags fit (linetags, the log text only: LOG_TEXT_FIELDS); else the newest release
+    published on or before the earliest date its own text gives (record_dates); else the tool's default.
+    Records at an assumed release (Release.assumed: dated, default, or tags whose candidates span more than one
+    accounting era) get the band of an unknown release (their own stratum, era 'assumed'). Raises LookupError
+    when the record is dated before the first release the date table knows (an older engine). `records` is
+    unused (kept for callers)."""
     printed = _version(r)
     if printed:
         return Release(printed, "log", str(r.get("vllm_version")))
+    candidates = releases_from_line_tags("\n".join(str(r.get(k) or "") for k in LOG_TEXT_FIELDS))
+    if candidates:
+        eras = len({era_of(v) for v in candidates})
+        return Release(candidates[-1], "tags", f"line tags: {describe(candidates)}"
+                       + (f" ({eras} accounting eras: assumed)" if eras > 1 else ""), eras)
     if unknown_version:
         return Release(unknown_version, "override", "--unknown-version")
     dates = record_dates(r)
@@ -470,9 +490,11 @@ def parts(case: Case, version: str, flashinfer: bool | None = None) -> Parts:
     rows = (act(2.0, 1.0) - act(1.0, 1.0)) / unit if unit else 1.0  # (R / 256)^1
     multi = int(a.flags.get("tensor_parallel_size") or 1) * int(a.flags.get("pipeline_parallel_size") or 1) > 1
     # the CUDA-graph pool's two terms, where this release counts it in the budget (0 where it does not)
-    g_base = run(case, version, replace(zero, cudagraph_base_bytes=GiB), flashinfer).memory.cudagraph_bytes / GiB
-    g_layers = run(case, version, replace(zero, cudagraph_per_layer_bytes=GiB),
-                   flashinfer).memory.cudagraph_bytes / GiB
+    # (less what the pool holds with both at 0: the source's per-capture floor, part of `base`)
+    g0 = a.memory.cudagraph_bytes
+    g_base = (run(case, version, replace(zero, cudagraph_base_bytes=GiB), flashinfer).memory.cudagraph_bytes - g0) / GiB
+    g_layers = (run(case, version, replace(zero, cudagraph_per_layer_bytes=GiB),
+                    flashinfer).memory.cudagraph_bytes - g0) / GiB
     return Parts(a.memory.kv_cache_bytes, a.memory.activation_bytes - w, float(unit), rows, multi,
                  str(row["since"]), g_base, g_layers)
 
@@ -644,7 +666,7 @@ def family_gpu(case: Case, res, weights: int) -> tuple[dict, str]:
 
 def keys_of(case: Case, version: str) -> dict:
     gpu = find_gpu(case.gpu["gpu"]) if "gpu" in case.gpu else None
-    return stratum_keys(case.model, version, case.flags, gpu, case.release.how != "log")
+    return stratum_keys(case.model, version, case.flags, gpu, case.release.assumed)
 
 
 def evaluate(paths=ALL_LOGS, unknown_version: str | None = None, cv: bool = True) -> dict:
@@ -740,6 +762,8 @@ def held_out_verdicts(rows: list[dict], groups: list[str]) -> None:
 SUBSETS = (
     ("all", "every record run that logs its available KV", lambda c: True),
     ("log", "  of which the log prints the release", lambda c: c.release.how == "log"),
+    ("tags", "  of which its source-line tags tell it (the newest release they fit)",
+     lambda c: c.release.how == "tags"),
     ("dated", "  of which dated by their own text (the newest release out then)",
      lambda c: c.release.how == "date"),
     ("default", "  of which neither: evaluated as the tool's default release",
@@ -828,9 +852,10 @@ def published(s: dict) -> str:
     """The accuracy paragraph README.md and docs/accuracy.md print, every figure from this summary (a test
     checks that both hold it verbatim)."""
     f = lambda d: f"{d['median']:.2f} / {d['p90']:.2f} GiB"  # noqa: E731
+    import error_band
+
     v, t, a = s["verdicts"], s["test"], s["band"]
-    unit = (f"+-{a['doc']['unseen']['width'] * 100:.1f}% of vLLM's budget (util x total)"
-            if a["unit"] == "budget_fraction" else f"+-{a['doc']['unseen']['width']:.2f} GiB")
+    unit = error_band.unseen_phrase(a["doc"])
     cov = "-" if t["kv"]["n"] == 0 else f"{a['test_coverage']:.0%}"
     strong = [x for x in a["strata"] if x["n"] >= 5]
     under = [f"{x['stratum']} {x['held_out']:.0%} of {x['n']}" for x in strong if x["held_out"] < 0.9]
@@ -841,7 +866,8 @@ def published(s: dict) -> str:
             f"refitted without any record of its combination of layout class, weight format, release era, "
             f"features and GPU class), against {f(s['naive'])} for `util x total - weights`; {f(s['log']['cv'])} "
             f"on the {s['log']['cv']['n']} that print their release and {f(s['default']['cv'])} on the "
-            f"{s['default']['cv']['n']} that neither print nor date one. Of {s['n_verdicts']} records run, "
+            f"{s['default']['cv']['n']} whose log neither prints nor tags one and that are not dated. "
+            f"Of {s['n_verdicts']} records run, "
             f"{len(v['started_predicted_refused'])} that started is predicted `refused`, "
             f"{len(v['refused_predicted_fits'])} that vLLM refused is predicted `fits` and "
             f"{len(v['at_risk_started'])} that started is `at-risk` (cross-validated, the fit and the band built "
@@ -906,7 +932,8 @@ OVERHEADS_HEADER = """\
 #
 # Written by `python benchmarks/accuracy.py --write-coefficients`: Huber loss (squared within 0.5 GiB,
 # linear beyond) over every dev, dev2 and found-train record with a logged available KV whose release is
-# printed or dated by the record's own text (the newest release out then); records at the tool's default
+# printed, read from its log's source-line tags, or dated by the record's own text (the newest release out
+# then); records at the tool's default
 # release and the found records' test split are not fitted. Each record is evaluated at the utilization
 # vLLM used (its stated value, else the release default: 0.9 up to 0.19.x, 0.92 from 0.20.0). Never keyed
 # on a model or a record. A calibration file from your own log replaces them.
@@ -934,8 +961,8 @@ def write_coefficients(fitted: Fitted) -> None:
         era["runner_buffers_mib"] = 0
         era["cudagraph_base_mib"] = round(fitted.graph_base / MiB)
         era["cudagraph_per_layer_mib"] = round(fitted.graph_per_layer / MiB)
-        era["fitted_on"] = ("copies, exponent and CUDA-graph terms pooled over all fitted records (release printed "
-                            "or dated); constant " +
+        era["fitted_on"] = ("copies, exponent and CUDA-graph terms pooled over all fitted records (release printed, "
+                            "read from line tags or dated); constant " +
                             ("this era's own ('consumed' accounting)" if str(era["since"]) == CONSUMED_ERA
                              else "held at 130 MiB (not fitted)"))
     OVERHEADS.write_text(OVERHEADS_HEADER + yaml.safe_dump({"eras": doc["eras"]}, sort_keys=False))
@@ -964,7 +991,8 @@ def report(ev: dict, s: dict) -> list[str]:
     f = lambda d: f"{d['median']:.2f} / {d['p90']:.2f}" if d["n"] else "-"  # noqa: E731
     v = s["verdicts"]
     got = measured(s)
-    how = {"log": "printed", "date": "dated", "default": "default", "override": "--unknown-version"}
+    how = {"log": "printed", "tags": "line tags", "date": "dated", "default": "default",
+           "override": "--unknown-version"}
     ids = lambda xs: " ".join(xs)  # noqa: E731
     out = [
         "# Prediction accuracy on the dev, dev2 and found log sets", "",
@@ -977,9 +1005,11 @@ def report(ev: dict, s: dict) -> list[str]:
         "logged, else the record is left out; a GPU named without its memory size whose logged weights + KV "
         "exceed util x total is evaluated on the smallest catalog GPU of its family that holds them (stated per "
         "record; no record is dropped for how it misses). The release, by one rule: the one the log prints; "
-        "else the newest published on or before the date the record's own text gives "
-        "(`configurator/vllm/release_dates.py`); else the tool's default; both of the latter are an assumed "
-        "release (era 'assumed', its own band stratum). The found records' test split (decided by a hash "
+        "else the newest its log's source-line tags fit (`[gpu_worker.py:298]`: the releases with a logging call "
+        "on every tagged line, `configurator/vllm/linetags.py`); else the newest published on or before the date "
+        "the record's own text gives (`configurator/vllm/release_dates.py`); else the tool's default; both of the "
+        "latter, and tags whose candidates span more than one accounting era, are an assumed release (era "
+        "'assumed', its own band stratum). The found records' test split (decided by a hash "
         "before any fitting) is never fitted and never used to choose a rule: reported apart below. "
         "Available-KV error = |predicted - logged 'Available KV cache memory'|, GiB.", "",
         "## Summary (README.md and docs/accuracy.md print this paragraph)", "", published(s), "",
@@ -994,9 +1024,10 @@ def report(ev: dict, s: dict) -> list[str]:
         f"Cross-validation: leave one combination out. {s['groups']} combinations of stratum keys (layout class | "
         f"weight format | era | features | GPU class) hold a logged KV; each is predicted with the coefficients "
         f"(the CUDA-graph terms and the sampler's exponent included) refit on the fitted records of every other "
-        f"combination (release printed or dated; {len(ev['fit_groups'])} combinations). Records evaluated at the "
+        f"combination (release printed, read from line tags or dated; {len(ev['fit_groups'])} combinations). "
+        "Records evaluated at the "
         "default release are predicted but never fitted.", "",
-        f"Records without a printed release but dated ({s['as_default']['n']} with a logged KV), "
+        f"Records without a printed release but tagged or dated ({s['as_default']['n']} with a logged KV), "
         f"as that release: {f(s['as_default']['dated'])}; as the tool's default {NEWEST} instead: "
         f"{f(s['as_default']['default'])}. Started but `refused` at {NEWEST}: "
         f"{len(v['default_started_predicted_refused'])} {ids(v['default_started_predicted_refused'])}".rstrip() + ".",
@@ -1081,7 +1112,7 @@ def band_section(ev: dict, s: dict) -> list[str]:
            "## Error band per stratum (leave-one-combination-out residuals; benchmarks/error_band.py)", "",
            f"Unit chosen by held-out coverage: {a['unit']} ("
            + ", ".join(f"{u} {c:.0%}" for u, c in a["unit_coverage"].items())
-           + f"). Unseen-combination width: {a['doc']['unseen']['width']} ({a['unit']}); median half-width over "
+           + f"). Unseen-combination width: {error_band.unseen_phrase(a['doc'])}; median half-width over "
            f"the {len(a['rows'])} records: {a['median_width']:.2f} GiB. Coverage of the band over all residuals: "
            f"{a['held_out']:.0%} held out (each combination against the table built without it, the unit chosen "
            f"without it too: the figure the target is about); {a['coverage']:.0%} in-sample (the shipped table "
@@ -1110,8 +1141,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("logs", nargs="*", type=Path, default=list(ALL_LOGS))
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("accuracy.md"))
     ap.add_argument("--unknown-version", default=None,
-                    help="evaluate every record that prints no release as this one (default: by its date, "
-                         "else the tool's default)")
+                    help="evaluate every record whose log tells no release (printed or by its line tags) as this "
+                         "one (default: by its date, else the tool's default)")
     ap.add_argument("--write-coefficients", action="store_true",
                     help="write the fit on all fitted records into profiles/overheads.yaml")
     ap.add_argument("--sync-docs", action="store_true",

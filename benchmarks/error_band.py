@@ -17,9 +17,12 @@ beforehand (QUANTILE = the coverage target), so that nothing in it is tuned on t
 - what a width must hold of a residual (_need): all of it, except where the estimate's band already reaches
   down to no KV (a KV layout the estimate names as not modelled, estimate/features.py unmodelled_layout):
   there an over-prediction is inside whatever the width;
-- unit: GiB, or a fraction of vLLM's budget (util x total), whichever holds more residuals when each
-  combination is scored against the table built without it; on a tie, the one whose worst stratum (a key
-  value of MIN_STRATUM records or more) holds more, then the narrower.
+- unit: every width is kept in GiB and as a fraction of vLLM's budget (util x total); the unit says how an
+  estimate applies them to validated key values: GiB, the fraction, or 'max' (the wider of the two),
+  whichever holds more residuals when each combination is scored against the table built without it; on a
+  tie, the one whose worst stratum (a key value of MIN_STRATUM records or more) holds more, then the narrower;
+- a key value fewer than MIN_STRATUM records hold (or none) takes the wider of its two widths whatever the
+  unit (configurator/estimate/band.py width_for): a GiB spread from small cards is not carried to a large one.
 
 Held-out coverage, the figure the target is about: each combination scored against the table built without
 any of its records, the unit chosen again without them (nested: neither the widths nor the unit see the
@@ -43,7 +46,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy
 
-from configurator.estimate.band import STRATUM_KEYS, combination, width_for
+from configurator.estimate.band import STRATUM_KEYS, WIDTH_UNITS, combination, width_for
 from configurator.estimate.features import unmodelled_layout
 from configurator.units import GiB
 
@@ -52,7 +55,7 @@ OUT = ROOT / "profiles" / "error_bands.yaml"
 QUANTILE = 0.9  # the band holds this share of the held-out residuals
 COVERAGE_TARGET = 0.9
 MIN_STRATUM = 5  # a key value with this many records gets its own width
-UNITS = ("gib", "budget_fraction")
+UNITS = (*WIDTH_UNITS, "max")  # how a table combines its two widths: one of them, or the wider
 
 
 def residuals(ev: dict | None = None, split: str = "fit") -> list[dict]:
@@ -111,19 +114,29 @@ def _widths(rows: list[dict], unit: str, unseen: float, level: float = QUANTILE)
 
 
 def build(rows: list[dict], unit: str, level: float = QUANTILE) -> dict:
-    """The band table from these residuals, in `unit`: the unseen spread, a width per key value (_widths),
-    how many records hold each key value and each combination. `level`: QUANTILE, another only for the
-    sensitivity rows (levels)."""
-    unseen = _up(_q([_need(r, unit) for r in rows], level))
-    widths = _widths(rows, unit, unseen, level)
-    seen = {x: sum(x in _kvs(r) for r in rows) for x in sorted(widths)}
+    """The band table from these residuals: the unseen spread and a width per key value (_widths), each in
+    both width units (GiB and a share of vLLM's budget), `unit` saying how an estimate combines them (one of
+    them, or 'max': the wider); how many records hold each key value and each combination. `level`: QUANTILE,
+    another only for the sensitivity rows (levels)."""
+    unseen = {u: _up(_q([_need(r, u) for r in rows], level)) for u in WIDTH_UNITS}
+    widths = {u: _widths(rows, u, unseen[u], level) for u in WIDTH_UNITS}
+    names = sorted(widths["gib"])
+    seen = {x: sum(x in _kvs(r) for r in rows) for x in names}
     combos: dict = {}
     for r in rows:
         combos[r["combination"]] = combos.get(r["combination"], 0) + 1
-    return {"unit": unit, "unseen": {"width": unseen, "records": len(rows), "quantile": level},
+    return {"unit": unit, "unseen": {**unseen, "records": len(rows), "quantile": level},
             "min_stratum": MIN_STRATUM,
-            "strata": {x: {"width": _up(w), "records": seen[x]} for x, w in sorted(widths.items())},
+            "strata": {x: {**{u: _up(widths[u][x]) for u in WIDTH_UNITS}, "records": seen[x]} for x in names},
             "seen": seen, "combinations": dict(sorted(combos.items()))}
+
+
+def unseen_phrase(doc: dict) -> str:
+    """The unseen-combination width as the estimate applies it (a key value no log validates takes the wider of
+    its two widths, configurator/estimate/band.py width_for)."""
+    u = doc["unseen"]
+    return (f"+-{u['gib']:.2f} GiB or +-{u['budget_fraction'] * 100:.1f}% of vLLM's budget (util x total), "
+            "whichever is wider")
 
 
 def half_width(doc: dict, r: dict) -> int:
@@ -249,8 +262,10 @@ HEADER = """\
 # combination); strata: the same per key value with >= 5 records (a rarer key value: unseen, or its records'
 # widest if wider); an estimate's half-width is the widest of its keys' widths. An over-prediction where the
 # estimate's band already reaches down to no KV (a KV layout it names as not modelled) needs no width.
-# unit: gib, or budget_fraction (x util x total), whichever held more residuals with each combination scored
-# against the table built without it. combinations / seen: how many logs back each.
+# Every width in gib and budget_fraction (x util x total); unit: how validated key values apply them (gib,
+# budget_fraction or max, the wider), whichever held more residuals with each combination scored against the
+# table built without it; a key value of fewer than min_stratum records takes the wider of its two whatever
+# the unit. combinations / seen: how many logs back each.
 """
 
 
@@ -263,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(a['rows'])} records, {len(doc['combinations'])} combinations; leave-one-combination-out residuals")
     print("held-out coverage by unit: " + ", ".join(f"{u} {c:.0%}" for u, c in a["unit_coverage"].items())
           + f"; chosen: {a['unit']}")
-    print(f"unseen width {doc['unseen']['width']} ({a['unit']}); median half-width {a['median_width']:.2f} GiB; "
+    print(f"unseen width {unseen_phrase(doc)}; median half-width {a['median_width']:.2f} GiB; "
           f"coverage {a['coverage']:.0%} (shipped table, in-sample), {a['held_out']:.0%} (held out, nested)")
     for s in a["strata"]:
         print(f"  {s['stratum']:<60} n={s['n']:<3} median {s['median']:.2f} p90 {s['p90']:.2f} GiB "

@@ -72,9 +72,12 @@ def _candidates(text: str) -> list[str]:
 
 
 # The quantization_config a checkpoint the record describes carries, for records whose model
-# resolves to the base model's geometry (the record names the format, not the config).
+# resolves to the base model's geometry (the record names the format, not the config). An NVFP4 build is
+# taken as NVIDIA ModelOpt's export, whose KV cache is FP8 unless its maker opted out: examples/llm_ptq/
+# hf_ptq.py in NVIDIA/TensorRT-Model-Optimizer, `--kv_cache_qformat` default "fp8" (later "fp8_cast"); vLLM's
+# auto KV dtype follows it (configurator/vllm/versions.py checkpoint_kv_auto).
 CHECKPOINT_QUANT = (
-    (re.compile(r"nvfp4", re.I), {"quant_method": "modelopt", "quant_algo": "NVFP4"}),
+    (re.compile(r"nvfp4", re.I), {"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}),
     (re.compile(r"mxfp4", re.I), {"quant_method": "mxfp4"}),
     (re.compile(r"auto_?round|autoround", re.I), {"quant_method": "auto-round", "bits": 4, "group_size": 128}),
     (re.compile(r"\bawq\b", re.I), {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}),

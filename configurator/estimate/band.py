@@ -175,17 +175,33 @@ def _table() -> dict:
     return dict(_current().get("bands") or {})
 
 
+WIDTH_UNITS = ("gib", "budget_fraction")  # a table holds every width in both; `unit` says how they combine
+
+
+def _bytes(entry: dict, unit: str, budget_bytes: int) -> int:
+    """A width entry ({gib, budget_fraction}) in bytes under the table's unit: GiB, a share of vLLM's budget
+    (util x total), or 'max', the wider of the two."""
+    g, f = float(entry["gib"]) * GiB, float(entry["budget_fraction"]) * budget_bytes
+    return int(g if unit == "gib" else f if unit == "budget_fraction" else max(g, f))
+
+
 def width_for(doc: dict, keys: dict, budget_bytes: int) -> tuple[int, list[str]]:
     """The band's half-width in bytes for these keys under the table `doc`: the widest width of its key
-    values (a key value the table does not hold takes the unseen-combination spread), and the keys that set
-    it."""
+    values, and the keys that set it. A key value that fewer than min_stratum logs hold (or none: the
+    unseen-combination spread) is not validated, so it takes the wider of its GiB and budget-share widths
+    whatever the table's unit: a spread measured in GiB on small cards is not carried to a 192 GB one as it
+    stands, nor a share of a large budget to a small one."""
     unit = doc.get("unit", "gib")
-    scale = GiB if unit == "gib" else budget_bytes
-    unseen = float(doc["unseen"]["width"])
-    per = {f"{k}={keys.get(k)}": float(((doc.get("strata") or {}).get(f"{k}={keys.get(k)}") or {"width": unseen})
-                                       ["width"]) for k in STRATUM_KEYS}
+    least = int(doc.get("min_stratum", 5))
+    unseen = doc["unseen"]
+    per = {}
+    for k in STRATUM_KEYS:
+        x = f"{k}={keys.get(k)}"
+        entry = (doc.get("strata") or {}).get(x)
+        rare = entry is None or int(entry.get("records", 0)) < least
+        per[x] = _bytes(entry or unseen, "max" if rare else unit, budget_bytes)
     top = max(per.values())
-    return max(int(top * scale), FLOOR_BYTES), [x for x, w in per.items() if w == top]
+    return max(top, FLOOR_BYTES), [x for x, w in per.items() if w == top]
 
 
 def band_for(keys: dict, budget_bytes: int) -> Band:

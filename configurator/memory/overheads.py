@@ -65,6 +65,11 @@ FLASHINFER_SAMPLER_COPIES = 2.5
 # bf16 logits (0.5) and their fp32 copy (1), then samples with a Gumbel kernel in place. Not fitted.
 V2_SAMPLER_COPIES = 1.5
 REFERENCE_CAPTURE_SIZES = 51  # default capture sizes at a 512 ceiling (1, 2, 4, 8..248 by 8, 256..512 by 16)
+# vLLM's profile_cudagraph_memory (0.20+) counts every captured graph after the first at no less than 1 MiB
+# ("Use at least 1 MiB per graph for driver overhead": per_graph = max(second capture's bytes, 1 << 20), times
+# len(descs) - 1; vllm/v1/worker/gpu_model_runner.py, 0.27.0): a floor from the source, not fitted, under the
+# fitted per-layer part, so that the pool grows with the number of capture sizes whatever the fit gives it
+CUDAGRAPH_PER_CAPTURE_FLOOR = 1 << 20
 
 
 def moe_workspace_bytes(num_tokens: int, top_k: int, moe_intermediate_size: int, hidden_size: int, tp: int,
@@ -128,7 +133,8 @@ def estimate_overheads(*, hidden_size: int, intermediate_size: int, num_attentio
     # (profile_cudagraph_memory); the per-layer cost was fitted at the 51 sizes of the default 512 ceiling.
     # Where the release does not count it (before 0.20, model runner V2 until 0.29) it lands outside the budget.
     pool = 0 if enforce_eager else coeffs.cudagraph_base_bytes + int(
-        coeffs.cudagraph_per_layer_bytes * num_layers_on_rank * num_capture_sizes / REFERENCE_CAPTURE_SIZES)
+        coeffs.cudagraph_per_layer_bytes * num_layers_on_rank * num_capture_sizes / REFERENCE_CAPTURE_SIZES
+    ) + CUDAGRAPH_PER_CAPTURE_FLOOR * max(num_capture_sizes - 1, 0)
     graphs = pool if cudagraph_counted else 0
     runner = coeffs.runner_buffers_bytes
     if v2_sampler_state and last_stage:
