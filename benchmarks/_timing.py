@@ -79,3 +79,57 @@ def tool_command() -> list[str]:
 
     exe = shutil.which("vllm-configurator")
     return [exe] if exe else [sys.executable, "-m", "configurator.cli.main"]
+
+
+# The machine's speed, measured in the same run: a fresh interpreter importing a fixed set of standard-library
+# modules (unmarshalling their bytecode and running their module code: the kind of work a cold start is). On a
+# shared virtual machine CPU seconds grow with the host's load too: this project's 2-core machine ran the same
+# `python -c pass` in 10-12 ms CPU one hour and 16-17 ms the next, and a cold start 245-350 ms within minutes,
+# every figure with it. Timed in alternation with the measured command (gauge, command, gauge, command, ...), the
+# median of the per-pair ratios moved 2.9-3.0 where the command's own median moved 245-309 ms (5 rounds of 11).
+# A target in CPU seconds is then decided on that ratio times the gauge's CPU on the reference machine, and the
+# raw figures are printed beside it.
+GAUGE_CODE = ("import json, email.message, argparse, dataclasses, typing, decimal, logging, pathlib, inspect, ast, "
+              "ipaddress, zipfile, tarfile, csv, socket, urllib.request")
+# the gauge's CPU seconds on the reference machine: the 2-core one issue 29 set its targets on, at the speed of its
+# figures there ("0.30 s of CPU, 26x `python -c pass`": `python -c pass` at 11.5 ms). Measured 2026-12-06 on that
+# machine in alternation with `python -c pass`: gauge / pass 6.9-7.4 (medians of 21 pairs, 4 rounds), so
+# 11.5 ms x 7.1
+GAUGE_REFERENCE_CPU_S = 0.082
+
+
+@dataclass(frozen=True)
+class Speed:
+    cpu_s: float  # the gauge's median CPU seconds now
+    reference_s: float = GAUGE_REFERENCE_CPU_S
+
+    @property
+    def factor(self) -> float:
+        """How much slower than the reference this machine runs now (< 1: faster)."""
+        return self.cpu_s / self.reference_s
+
+    def scaled(self, cpu_s: float) -> float:
+        """CPU seconds measured now, at the reference machine's speed."""
+        return cpu_s / self.factor
+
+
+def machine_speed(runs: int) -> Speed:
+    import sys
+
+    return Speed(time_process([sys.executable, "-c", GAUGE_CODE], runs).cpu_s)
+
+
+def time_process_at_reference(cmd: list[str], runs: int, **expect) -> tuple[Timing, Speed, float]:
+    """`cmd` timed as time_process does, in alternation with the speed gauge: (its Timing, the gauge's Speed, its
+    CPU seconds at the reference machine's speed: the median of the per-pair CPU ratios x the gauge's reference)."""
+    import sys
+
+    gauge, timed, ratios = [], [], []
+    for _ in range(runs):
+        g = time_process([sys.executable, "-c", GAUGE_CODE], 1).cpu_s
+        t = time_process(cmd, 1, **expect)
+        gauge.append(g)
+        timed.append(t)
+        ratios.append(t.cpu_s / max(g, 1e-9))
+    timing = Timing(statistics.median(t.wall_s for t in timed), statistics.median(t.cpu_s for t in timed))
+    return timing, Speed(statistics.median(gauge)), statistics.median(ratios) * GAUGE_REFERENCE_CPU_S

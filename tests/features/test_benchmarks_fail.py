@@ -123,3 +123,27 @@ def test_make_bench_runs_every_benchmark_and_fails_when_one_does(tmp_path):
     res = subprocess.run(["make", "-s", "bench", f"PYTHON={sys.executable}"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0 and f"all {len(listed)} benchmarks met their targets" in res.stdout
+
+
+def test_cold_start_decides_on_cpu_scaled_to_the_reference_speed_and_prints_both(cold_start, monkeypatch, capsys):
+    """A machine running at twice the reference's CPU seconds (a busy host) halves the CPU the target is decided
+    on; --raw decides on the CPU measured; the factor and both figures are printed."""
+    from _timing import GAUGE_CODE, Speed, Timing
+
+    first = next(iter(cold_start.CASES))
+    monkeypatch.setattr(cold_start, "CASES", {first: cold_start.CASES[first]})
+    ref = Speed(0).reference_s
+    slow = {"factor": 2.0}
+
+    def fake(cmd, runs, **kw):  # the gauge at `factor` x the reference, the tool at 400 ms
+        return Timing(0.5, slow["factor"] * ref if GAUGE_CODE in cmd else 0.4)
+
+    monkeypatch.setattr(cold_start, "time_process", fake)
+    monkeypatch.setattr(sys.modules["_timing"], "time_process", fake)
+    monkeypatch.setattr(cold_start, "catalog_ratio", lambda *a: (1.0, 1.0))
+    assert cold_start.main(["--runs", "3", "--target-cpu-s", "0.25"]) == 0  # 400 ms at 2x: 200 ms
+    out = capsys.readouterr().out
+    assert "400 ms CPU; machine 2.00x the reference" in out and "200 ms CPU at the reference speed" in out
+    assert cold_start.main(["--runs", "3", "--target-cpu-s", "0.25", "--raw"]) == 1
+    slow["factor"] = 0.5
+    assert cold_start.main(["--runs", "3", "--target-cpu-s", "0.25"]) == 1  # a faster machine: 800 ms
