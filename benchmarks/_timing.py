@@ -108,10 +108,6 @@ class Speed:
         """How much slower than the reference this machine runs now (< 1: faster)."""
         return self.cpu_s / self.reference_s
 
-    def scaled(self, cpu_s: float) -> float:
-        """CPU seconds measured now, at the reference machine's speed."""
-        return cpu_s / self.factor
-
 
 def machine_speed(runs: int) -> Speed:
     import sys

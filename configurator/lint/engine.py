@@ -401,24 +401,73 @@ MAX_CONFIG_TEXT = 64 << 10  # a ConfigMap value read as a vLLM --config file onl
 def engine_config_keys(data: Any) -> list[str]:
     """The vLLM engine arguments a ConfigMap holds, as its data keys or in a value that is a YAML `--config`
     file (vllm/engine/arg_utils.py reads one mapping of argument names); [] when it holds none."""
-    import yaml
-
     from configurator.lint.discover import engine_args
-    from configurator.lint.load import _BaseLoader
 
     values = data.get("data") if isinstance(data, dict) else None
     if not isinstance(values, dict):
         return []
     found = [values] if engine_args(values) else []
     for text in values.values():
-        if isinstance(text, str) and ":" in text and len(text) <= MAX_CONFIG_TEXT:
-            try:
-                doc = yaml.load(text, Loader=_BaseLoader)  # the C safe loader
-            except (yaml.YAMLError, ValueError, RecursionError):
-                continue
+        if isinstance(text, str) and ":" in text:
+            doc = _config_text(text)
             if isinstance(doc, dict) and engine_args(doc):
                 found.append(doc)
     return sorted({str(k) for d in found for k in d})
+
+
+def _config_text(text: str) -> Any:
+    """A ConfigMap value parsed as the YAML file vLLM's --config would read (the C safe loader), None when it does
+    not parse or is longer than MAX_CONFIG_TEXT."""
+    import yaml
+
+    from configurator.lint.load import _BaseLoader
+
+    if len(text) > MAX_CONFIG_TEXT:
+        return None
+    try:
+        return yaml.load(text, Loader=_BaseLoader)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return None
+
+
+CONFIG_FILE_SUFFIXES = (".yaml", ".yml", ".json")  # a ConfigMap key named as a file vLLM's --config could read
+
+
+def _not_an_object(data: Any) -> str | None:
+    """Why this document cannot be what it names, for the shapes a vLLM deployment gets wrong without a parse
+    error, or None: an object whose apiVersion is not a string or that has no kind, and a ConfigMap whose data or
+    binaryData is not a map of names to strings (a --config file written as a nested mapping instead of a literal
+    block), which the API server rejects; a ConfigMap key named as a YAML / JSON file whose text is a bare value,
+    not a mapping of settings (vLLM's --config reads one mapping)."""
+    if not isinstance(data, dict):
+        return None
+    kind = data.get("kind")
+    if "apiVersion" in data and not isinstance(data["apiVersion"], str):
+        return f"an object whose apiVersion is a {type(data['apiVersion']).__name__}: the API server would reject it"
+    if "apiVersion" in data and (not isinstance(kind, str) or not kind):
+        return "an object with an apiVersion but no kind: the API server would reject it"
+    if kind != "ConfigMap":
+        return None
+    for key in ("data", "binaryData"):
+        values = data.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            return (f"a ConfigMap whose {key} is a {type(values).__name__}, not a map of names to strings: the API "
+                    "server would reject it")
+        bad = next((k for k, v in values.items() if v is not None and not isinstance(v, str)), None)
+        if bad is not None:
+            return (f"a ConfigMap whose {key} value '{str(bad)[:40]}' is a {type(values[bad]).__name__}, not a "
+                    "string (a file kept in a ConfigMap is a literal block: `|`): the API server would reject it")
+    for name, text in (data.get("data") or {}).items():
+        if not str(name).endswith(CONFIG_FILE_SUFFIXES):
+            continue
+        if text is None or not text.strip():
+            return f"a ConfigMap file '{str(name)[:40]}' that is empty (vLLM's --config reads one mapping of settings)"
+        if len(text) <= MAX_CONFIG_TEXT and not isinstance(_config_text(text), (dict, list)):
+            return (f"a ConfigMap file '{str(name)[:40]}' whose text is not a mapping of settings (vLLM's "
+                    "--config reads one mapping)")
+    return None
 
 
 def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[str, list[str]] | None = None) -> int:
@@ -430,9 +479,16 @@ def _no_silent_files(docs: list[Document], servers: list, out: Any, read: dict[s
     unread = 0
     spoken = {s.file for s in servers} | {f.file for f in out.findings} | {f.file for f in out.suppressed}
     for d in docs:
-        if d.file in spoken or not _mentions_vllm(d.data) or not _may_deploy(d.data, d.file in read):
+        if d.file in spoken or not _mentions_vllm(d.data):
+            continue
+        bad = _not_an_object(d.data)
+        if bad is None and not _may_deploy(d.data, d.file in read):
             continue
         spoken.add(d.file)
+        if bad is not None:
+            out.add("not-understood", f"{bad}: nothing in it was checked", d.loc(()))
+            unread += 1
+            continue
         if d.file in read:
             names = sorted(set(read[d.file]))
             out.add("read-by-server", f"read by {', '.join(names[:3])}{' and others' if len(names) > 3 else ''}: "
