@@ -157,12 +157,16 @@ def held_out(rows: list[dict], unit: str, level: float = QUANTILE) -> dict[str, 
     return out
 
 
+def key_groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The records of each key value (layout=..., era=..., ...), in key and value order."""
+    return [(f"{k}={v}", [r for r in rows if str(r["keys"][k]) == v])
+            for k in STRATUM_KEYS for v in sorted({str(r["keys"][k]) for r in rows})]
+
+
 def worst_stratum(rows: list[dict], held: dict[str, bool]) -> float:
-    """The lowest held-out coverage of a key value (layout=..., era=..., ...) that MIN_STRATUM records or more
-    hold (1.0 when none does)."""
-    groups = [[r for r in rows if str(r["keys"][k]) == v] for k in STRATUM_KEYS
-              for v in {str(r["keys"][k]) for r in rows}]
-    return min((sum(held[r["id"]] for r in g) / len(g) for g in groups if len(g) >= MIN_STRATUM), default=1.0)
+    """The lowest held-out coverage of a key value that MIN_STRATUM records or more hold (1.0 when none does)."""
+    return min((sum(held[r["id"]] for r in g) / len(g) for _, g in key_groups(rows) if len(g) >= MIN_STRATUM),
+               default=1.0)
 
 
 def choose(rows: list[dict]) -> tuple[str, dict]:
@@ -196,8 +200,7 @@ def strata_table(rows: list[dict], doc: dict, held: dict[str, bool]) -> list[dic
     """Per stratum (every key value, then every combination of >= MIN_STRATUM records): n, median and p90
     |residual| GiB, coverage of the shipped band (in-sample), held-out coverage (nested)."""
     out = []
-    groups = [(f"{k}={v}", [r for r in rows if str(r["keys"][k]) == v])
-              for k in STRATUM_KEYS for v in sorted({str(r["keys"][k]) for r in rows})]
+    groups = key_groups(rows)
     groups += [(f"combination {c}", [r for r in rows if r["combination"] == c])
                for c in sorted({r["combination"] for r in rows})]
     for name, sub in groups:
