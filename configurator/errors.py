@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from pydantic import BaseModel, Field
-
 
 class ExitCode(IntEnum):
     """What the CLI returns: 0 fits / clean, 1 vLLM would refuse / error findings, 2 bad input,
@@ -43,19 +41,3 @@ class NotFoundError(InputError):
 
 class ConfigError(InputError):
     """A model config.json cannot be understood (malformed, truncated, missing geometry)."""
-
-
-class ErrorDetail(BaseModel):
-    message: str = Field(description="the error, as the one line printed on standard error without --format json")
-    exit_code: int = Field(description="the process exit code (2: bad input)")
-
-
-class ErrorReport(BaseModel):
-    """What a command run with `--format json` prints on standard output when it fails with bad input (exit 2)
-    instead of its report: `{"error": {"message": ..., "exit_code": 2}}`."""
-
-    error: ErrorDetail
-
-    @classmethod
-    def of(cls, message: str, code: int) -> ErrorReport:
-        return cls(error=ErrorDetail(message=message, exit_code=int(code)))

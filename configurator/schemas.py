@@ -1,9 +1,12 @@
-"""JSON Schemas generated from the pydantic models (schemas/*.schema.json); a test fails on drift."""
+"""JSON Schemas (schemas/*.schema.json) generated from the pydantic models and result dataclasses; a test fails
+on drift."""
 
 from __future__ import annotations
 
 import importlib
 import json
+
+from pydantic import TypeAdapter
 
 # schema file -> the pydantic model it is generated from
 MODELS = {
@@ -13,13 +16,14 @@ MODELS = {
     "workload.schema.json": "configurator.workloads.Workload",
     "check-report.schema.json": "configurator.lint.engine.CheckReport",
     "lint-config.schema.json": "configurator.lint.engine.LintConfig",
-    "error.schema.json": "configurator.errors.ErrorReport",
+    "error.schema.json": "configurator.error_report.ErrorReport",
 }
 
 
 def schema(name: str) -> dict:
     module, cls = MODELS[name].rsplit(".", 1)
-    out = getattr(importlib.import_module(module), cls).model_json_schema()
+    # a TypeAdapter reads a pydantic model and a standard-library dataclass (EstimateResult) alike
+    out = TypeAdapter(getattr(importlib.import_module(module), cls)).json_schema()
     out["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     out["$id"] = f"https://github.com/vllm-configurator/schemas/{name}"
     return out

@@ -1,4 +1,4 @@
-"""Regenerate schemas/*.schema.json from the pydantic models (a test fails when they drift)."""
+"""Regenerate schemas/*.schema.json from the pydantic models and result dataclasses (a test fails when they drift)."""
 
 from pathlib import Path
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import click
@@ -129,7 +130,7 @@ def estimate_cmd(model, model_configs, revision, gpu, gpu_memory, gpu_memory_use
                           calibration=common.calibration(calibration), entry=entry)
     result = estimate(req)
     if unmodelled:
-        result = result.model_copy(update={"warnings": [*unmodelled, *result.warnings]})
+        result = dataclasses.replace(result, warnings=[*unmodelled, *result.warnings])
     common.gpu_note(gpu)
     code = ExitCode.NOT_PREDICTED if result.verdict == "not-predicted" else \
         ExitCode.OK if result.fits else ExitCode.FAIL

@@ -21,7 +21,7 @@ def _fail(message: str, code: int, as_json: bool) -> None:
     """One line on standard error and, under `--format json`, the error object (schemas/error.schema.json) on
     standard output too (where the report would have been); then the exit code."""
     if as_json:
-        from configurator.errors import ErrorReport
+        from configurator.error_report import ErrorReport
 
         click.echo(ErrorReport.of(message, code).model_dump_json(indent=2))
     click.echo(f"error: {message}", err=True)
@@ -37,7 +37,7 @@ class _Group(click.Group):
             _fail(str(e), e.exit_code, as_json)
         except click.UsageError as e:  # bad options: click prints the usage; JSON also gets the error object
             if as_json:
-                from configurator.errors import ErrorReport
+                from configurator.error_report import ErrorReport
 
                 click.echo(ErrorReport.of(e.format_message(), e.exit_code).model_dump_json(indent=2))
             raise

@@ -98,5 +98,5 @@ def with_band(result: EstimateResult, inp: Inputs, kvp: KVPlan, budget: Budget, 
     if below or above:
         derivation.append(f"error band: available KV {format_gib(low)} to {format_gib(high)} GiB ({why}); "
                           f"verdict {state}")
-    return result.model_copy(update={"verdict": state, "kv_cache_bytes_low": low, "kv_cache_bytes_high": high,
-                                     "derivation": derivation, "warnings": warnings, "band_basis": basis})
+    return replace(result, verdict=state, kv_cache_bytes_low=low, kv_cache_bytes_high=high, derivation=derivation,
+                   warnings=warnings, band_basis=basis)

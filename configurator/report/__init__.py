@@ -13,7 +13,7 @@ def _text(result: Any, stream: IO[str]) -> None:
 
 
 def _json(result: Any, stream: IO[str]) -> None:
-    stream.write(result.model_dump_json(indent=2))
+    stream.write(result.to_json(indent=2))
     stream.write("\n")
 
 
@@ -22,7 +22,7 @@ def _html(result: Any, stream: IO[str]) -> None:
 
     from configurator.report.html import render_html
 
-    stream.write(render_html("estimate", json.loads(result.model_dump_json())))
+    stream.write(render_html("estimate", json.loads(result.to_json())))
 
 
 ESTIMATE_FORMATS: dict[str, Callable[[Any, IO[str]], None]] = {"text": _text, "json": _json, "html": _html}

@@ -114,7 +114,7 @@ def estimate_speed(model: ModelSpec | str, gpu: str, *, workload: Workload, tp: 
 def speed_for_estimate(result: Any, workload: Workload, *, speculative: Speculative | None = None) -> dict | None:
     """The speed of a deployment `estimate` described: its JSON dict (or EstimateResult) and a workload.
     Returns SpeedEstimate.to_dict(), or None when its GPU has no figures or the estimate has no KV layout."""
-    d = result.model_dump() if hasattr(result, "model_dump") else result
+    d = result.to_dict() if hasattr(result, "to_dict") else result
     flags, kv = d.get("flags") or {}, d.get("kv_cache") or {}
     gpu = (d.get("gpu") or {}).get("name")
     name = (d.get("model") or {}).get("name") or flags.get("model")

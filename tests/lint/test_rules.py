@@ -4,6 +4,7 @@ cases with the corpus's: every rule has a failing and a passing case."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -179,8 +180,8 @@ def test_a_verdict_inside_the_band_is_a_warning_not_an_error(monkeypatch):
 
     def banded(req):
         r = real(req)
-        return r.model_copy(update={"verdict": "at-risk", "kv_cache_bytes_low": r.memory.kv_cache_bytes - gib,
-                                    "kv_cache_bytes_high": r.memory.kv_cache_bytes + 3 * gib})
+        return dataclasses.replace(r, verdict="at-risk", kv_cache_bytes_low=r.memory.kv_cache_bytes - gib,
+                                   kv_cache_bytes_high=r.memory.kv_cache_bytes + 3 * gib)
 
     monkeypatch.setattr(engine, "estimate", banded)
     risky = run(deployment(args))
