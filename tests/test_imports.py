@@ -208,3 +208,40 @@ def test_the_check_catches_what_issue_29_found():
     assert cycles(circle) == [["configurator.lint.extract", "configurator.lint.formats", "configurator.lint.extract"]]
     # and a downward import passes
     assert wrong_way([("configurator.cli.check", "configurator.lint.run", 1, "function")]) == []
+
+
+# What `estimate` and `check` run without (issue 29: import only what a command uses): pydantic and its metadata
+# reader cost about 80 ms of a 250 ms start. Their results are plain dataclasses (configurator/record.py), the
+# shipped data comes from the prebuilt index, and pydantic is imported where input is validated (a workload, a
+# config file) or a schema generated.
+_LOADED = ("import sys; sys.argv = ['vllm-configurator', *sys.argv[1:]]; from configurator.cli.main import main\n"
+           "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+           "print('LOADED', [m for m in ('pydantic', 'pydantic_core', 'yaml', 'importlib.metadata', 'jsonschema') "
+           "if m in sys.modules], code)")
+
+
+def _loaded(*args: str, cwd=ROOT) -> str:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _LOADED, *args], capture_output=True, text=True, check=True,
+                         cwd=cwd).stdout
+    return out.splitlines()[-1]
+
+
+def test_estimate_runs_without_the_validation_libraries():
+    for fmt in ("text", "json", "html"):
+        args = ["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4", "--format", fmt]
+        assert _loaded(*args) == "LOADED [] 1", fmt
+    # the check can fail: a command that validates input with pydantic (plan's workload) is seen loading it
+    assert "'pydantic'" in _loaded("plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "l4")
+
+
+def test_check_reads_yaml_but_validates_only_a_config_file(tmp_path):
+    manifest = tmp_path / "too-long.yaml"  # away from the repository's own config file, which check would find
+    manifest.write_text((ROOT / "tests" / "manifests" / "docs-example-too-long.yaml").read_text())
+    for fmt in ("text", "json", "sarif"):
+        assert _loaded("check", str(manifest), "--format", fmt, cwd=tmp_path) == "LOADED ['yaml'] 1", fmt
+    (tmp_path / ".vllm-configurator.yaml").write_text("strict: true\n")
+    assert "'pydantic'" in _loaded("check", str(manifest), "--config", str(tmp_path / ".vllm-configurator.yaml"),
+                                   cwd=tmp_path)

@@ -12,6 +12,7 @@ run with exit 2 naming what was denied: a report missing what could not be read 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -393,8 +394,8 @@ def _merge(parts: list[CheckReport]) -> CheckReport:
 
     findings = sorted((f for r in parts for f in r.findings), key=_order)
     suppressed = sorted((f for r in parts for f in r.suppressed), key=_order)
-    summary = Summary(**{k: sum(getattr(r.summary, k) for r in parts if r.summary is not None)
-                         for k in Summary.model_fields})
+    summary = Summary(**{f.name: sum(getattr(r.summary, f.name) for r in parts if r.summary is not None)
+                         for f in dataclasses.fields(Summary)})
     return CheckReport(findings=findings, suppressed=suppressed, servers=[s for r in parts for s in r.servers],
                        files=sum(r.files for r in parts), summary=summary)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import sys
 from collections.abc import Sequence
@@ -114,7 +115,7 @@ def check_cmd(paths, gpu, model_config, workload, vllm_version, config_path, for
     settings = settings_for(list(paths), config_path)
     mapped = dict(m.split("=", 1) for m in model_config if "=" in m)  # NAME=PATH: into `models:`, over the file's
     if mapped:
-        settings.config = settings.config.model_copy(update={"models": {**settings.config.models, **mapped}})
+        settings.config = dataclasses.replace(settings.config, models={**settings.config.models, **mapped})
     report = run(paths, settings, gpu=gpu, workload=workload, vllm_version=vllm_version,
                  model_config_dirs=tuple(m for m in model_config if "=" not in m), values=values,
                  force_exclude=force_exclude)

@@ -4,17 +4,20 @@ Found from the first target upwards (`.vllm-configurator.yaml`, then `.yml`, in 
 filesystem root), or named with `--config`. Paths in it (`ignorePaths`, a rule's `include` /
 `exclude`) are gitignore-style globs relative to the folder that holds the file, matched with
 `pathspec` (the matcher yamllint uses for its own `ignore:` setting).
+
+The settings are plain dataclasses, so that a run with no config file imports no validation library; a file is
+validated with pydantic when it is read (load_config), and schemas/lint-config.schema.json is generated from them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import Any, ClassVar, Literal
 
 from configurator.errors import InputError
+from configurator.record import doc
 
 CONFIG_NAMES = (".vllm-configurator.yaml", ".vllm-configurator.yml")
 MAX_CONFIG_BYTES = 1 << 20
@@ -22,56 +25,52 @@ MAX_CONFIG_BYTES = 1 << 20
 Level = Literal["off", "error", "warning", "info"]
 
 
-class RuleConfig(BaseModel):
+@dataclass(kw_only=True)
+class RuleConfig:
     """One rule's settings: its severity (or off) and the paths it runs on."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__: ClassVar[dict] = {"extra": "forbid"}  # pydantic reads it (load_config)
 
-    severity: Level | None = Field(None, description="error, warning, info, or off; default: the rule's own")
-    include: list[str] = Field(default_factory=list,
-                               description="globs of the files the rule runs on (default: every file)")
-    exclude: list[str] = Field(default_factory=list,
-                               description="globs of the files the rule does not run on (its findings there are "
-                                           "reported as suppressed)")
+    severity: Level | None = doc(None, description="error, warning, info, or off; default: the rule's own")
+    include: list[str] = doc(default_factory=list,
+                             description="globs of the files the rule runs on (default: every file)")
+    exclude: list[str] = doc(default_factory=list,
+                             description="globs of the files the rule does not run on (its findings there are "
+                                         "reported as suppressed)")
 
 
-class LintConfig(BaseModel):
+@dataclass(kw_only=True)
+class LintConfig:
     """`.vllm-configurator.yaml`."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    __pydantic_config__: ClassVar[dict] = {"extra": "forbid", "populate_by_name": True}
 
-    rules: dict[str, Level | RuleConfig] = Field(
+    rules: dict[str, Level | RuleConfig] = doc(
         default_factory=dict, description="per rule: a severity or off, or {severity, include, exclude}")
-    ignore_paths: list[str] = Field(default_factory=list, alias="ignorePaths",
-                                    description="globs of files never read (gitignore style, relative to this file)")
-    gpu: str | dict[str, str] | None = Field(
+    ignore_paths: list[str] = doc(default_factory=list, alias="ignorePaths",
+                                  description="globs of files never read (gitignore style, relative to this file)")
+    gpu: str | dict[str, str] | None = doc(
         None, description="GPU assumed when a manifest does not say: a catalog name, or a map from a node-pool "
                           "name, a node-label value (or `key=value`), or a GPU resource name (nvidia.com/mig-3g.40gb) "
                           "to a GPU, with an optional `default` entry")
-    models: dict[str, str] = Field(
+    models: dict[str, str] = doc(
         default_factory=dict, description="a served name or local path in a manifest -> the model id to evaluate "
                                           "(e.g. /models/llama: meta-llama/Llama-3.1-8B-Instruct)")
-    workload: str | None = Field(None, description="workload whose target concurrency to check")
-    vllm_version: str | None = Field(None, description="release assumed when the image tag does not say")
-    model_config_dirs: list[str] = Field(default_factory=list, description="folders of local config.json files")
-    strict: bool = Field(False, description="warnings fail the run too")
+    workload: str | None = doc(None, description="workload whose target concurrency to check")
+    vllm_version: str | None = doc(None, description="release assumed when the image tag does not say")
+    model_config_dirs: list[str] = doc(default_factory=list, description="folders of local config.json files")
+    strict: bool = doc(False, description="warnings fail the run too")
 
-    @field_validator("rules")
-    @classmethod
-    def _known_rules(cls, v: dict) -> dict:
+    def problem(self) -> str | None:
+        """What a validated file still gets wrong that its types cannot say (`where: why`), or None."""
         from configurator.lint.rules import REGISTRY
 
-        unknown = sorted(set(v) - set(REGISTRY))
+        unknown = sorted(set(self.rules) - set(REGISTRY))
         if unknown:
-            raise ValueError(f"unknown rule id(s) {', '.join(unknown)} (see docs/rules.md)")
-        return v
-
-    @field_validator("gpu")
-    @classmethod
-    def _gpu_not_empty(cls, v: Any) -> Any:
-        if isinstance(v, str) and not v.strip():
-            raise ValueError("gpu: empty name")
-        return v
+            return f"rules: unknown rule id(s) {', '.join(unknown)} (see docs/rules.md)"
+        if isinstance(self.gpu, str) and not self.gpu.strip():
+            return "gpu: empty name"
+        return None
 
     def severities(self) -> dict[str, str]:
         """Rule id -> severity (or off), for the rules this file changes."""
@@ -213,12 +212,19 @@ def load_config(path: Path | str) -> Settings:
         data = {}
     if not isinstance(data, dict):
         raise InputError(f"{p}: config file must be a mapping of settings")
+    from pydantic import TypeAdapter, ValidationError
+
     try:
-        cfg = LintConfig.model_validate(data)
+        cfg = TypeAdapter(LintConfig).validate_python(data)
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
-        raise InputError(f"{p}: {loc}: {first['msg']}") from None
+        # a dataclass says "Unexpected keyword argument" where a model said this
+        msg = "Extra inputs are not permitted" if first["type"] == "unexpected_keyword_argument" else first["msg"]
+        raise InputError(f"{p}: {loc}: {msg}") from None
+    why = cfg.problem()
+    if why is not None:
+        raise InputError(f"{p}: {why}")
     return Settings(cfg, p.parent, str(p))
 
 

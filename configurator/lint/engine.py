@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from configurator.errors import ConfiguratorError, InputError
 from configurator.estimate import EstimateRequest, estimate
 from configurator.hardware.catalog import find_gpu
@@ -34,6 +32,7 @@ from configurator.lint.rules import (
     verdict_of,
 )
 from configurator.model.resolver import manifest_model
+from configurator.record import doc, to_json, to_json_large
 from configurator.vllm.versions import image_ships_flashinfer
 
 IGNORE_ANNOTATION = ANNOTATION_PREFIX + "ignore"  # "rule-a,rule-b" or "all" (no reason)
@@ -47,26 +46,25 @@ INTERNAL_ERROR = "internal-error"  # fails closed: an annotation cannot silence 
 __all__ = ["CheckReport", "Finding", "LintConfig", "ObjectRef", "Options", "ServerReport", "Suppression", "evaluate"]
 
 
-class ObjectRef(BaseModel):
+@dataclass(kw_only=True)
+class ObjectRef:
     kind: str
     namespace: str | None = None
     name: str
 
 
-class Suppression(BaseModel):
+@dataclass(kw_only=True, frozen=True)
+class Suppression:
     """Why a finding is not counted (SARIF `suppressions`): an annotation on the object (inSource) or
     the config file (external)."""
 
-    model_config = ConfigDict(frozen=True)
-
     kind: Literal["inSource", "external"]
     justification: str
-    source: str = Field(description="the annotation key or config setting that suppressed it")
+    source: str = doc(description="the annotation key or config setting that suppressed it")
 
 
-class Finding(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(kw_only=True, frozen=True)
+class Finding:
     rule: str
     severity: Severity
     message: str
@@ -76,21 +74,23 @@ class Finding(BaseModel):
     object: ObjectRef | None = None
     container: str | None = None
     suppression: Suppression | None = None
-    basis: dict[str, str] = Field(default_factory=dict, description="what the server's finding rests on: `release` "
-                                  "(image tag / controller default / assumed newest) and, per flag, where its value "
-                                  "came from (literal / env var X in the file / default of ${X:-d} / unresolved)")
+    basis: dict[str, str] = doc(default_factory=dict, description="what the server's finding rests on: `release` "
+                                "(image tag / controller default / assumed newest) and, per flag, where its value "
+                                "came from (literal / env var X in the file / default of ${X:-d} / unresolved)")
 
 
-class CatalogReport(BaseModel):
+@dataclass(kw_only=True)
+class CatalogReport:
     """A server with no GPU type, evaluated on every catalog GPU at its flags."""
 
-    needs_bytes_per_gpu: int | None = Field(description="GPU memory (CUDA total) one GPU needs at these flags")
+    needs_bytes_per_gpu: int | None = doc(description="GPU memory (CUDA total) one GPU needs at these flags")
     fits: list[str]
     at_risk: list[str]
     refused: list[str]
 
 
-class ServerReport(BaseModel):
+@dataclass(kw_only=True)
+class ServerReport:
     file: str
     line: int
     object: ObjectRef
@@ -100,39 +100,45 @@ class ServerReport(BaseModel):
     gpu_source: str
     gpu_count: int | None
     vllm_version: str
-    vllm_version_source: str = Field("", description="where the release came from (image tag, --vllm-version, ...)")
+    vllm_version_source: str = doc("", description="where the release came from (image tag, --vllm-version, ...)")
     flags: dict[str, Any]
     verdict: Literal["fits", "at-risk", "refused", "not-predicted", "not-checked"]
     kv_cache_bytes: int | None = None
     kv_cache_bytes_low: int | None = None
     kv_cache_bytes_high: int | None = None
-    band_basis: str | None = Field(None, description="what the available-KV band rests on (EstimateResult.band_basis)")
+    band_basis: str | None = doc(None, description="what the available-KV band rests on (EstimateResult.band_basis)")
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
     catalog: CatalogReport | None = None
-    basis: dict[str, str] = Field(default_factory=dict,
-                                  description="what the server's reading rests on (Finding.basis)")
+    basis: dict[str, str] = doc(default_factory=dict, description="what the server's reading rests on (Finding.basis)")
 
 
-class Summary(BaseModel):
-    files: int = Field(description="files read")
-    servers_found: int = Field(description="vLLM servers found")
-    servers_checked: int = Field(description="servers checked against a GPU's memory budget")
-    not_understood: int = Field(description="objects that mention vLLM but yield no server the linter understood")
+@dataclass(kw_only=True)
+class Summary:
+    files: int = doc(description="files read")
+    servers_found: int = doc(description="vLLM servers found")
+    servers_checked: int = doc(description="servers checked against a GPU's memory budget")
+    not_understood: int = doc(description="objects that mention vLLM but yield no server the linter understood")
     errors: int
     warnings: int
     info: int
-    suppressed: int = Field(description="findings silenced by an annotation or the config file")
+    suppressed: int = doc(description="findings silenced by an annotation or the config file")
 
 
-class CheckReport(BaseModel):
+@dataclass(kw_only=True)
+class CheckReport:
     """schemas/check-report.schema.json is generated from this."""
 
-    findings: list[Finding] = Field(description="active findings (suppressed ones are in `suppressed`)")
-    suppressed: list[Finding] = Field(default_factory=list, description="findings silenced, each with its reason")
+    findings: list[Finding] = doc(description="active findings (suppressed ones are in `suppressed`)")
+    suppressed: list[Finding] = doc(default_factory=list, description="findings silenced, each with its reason")
     servers: list[ServerReport]
-    files: int = Field(description="files read")
+    files: int = doc(description="files read")
     summary: Summary | None = None
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """`check --format json`."""
+        large = len(self.servers) + len(self.findings) + len(self.suppressed) > 200
+        return (to_json_large if large else to_json)(self, indent)
 
     def worst(self) -> str | None:
         if not self.findings:
@@ -656,7 +662,7 @@ def _server_report(s: Server, obj: ObjectRef, name: Any, gpu: Any, gpu_source: s
         file=s.file, line=s.loc.line, object=obj, container=s.container, model=str(name) if name else None,
         gpu=gpu.name if gpu is not None else None, gpu_source=gpu_source, gpu_count=s.gpu_count,
         vllm_version=version, vllm_version_source=release.source,
-        flags=result.flags if result is not None else dict(s.flags),
+        flags=dict(result.flags) if result is not None else dict(s.flags),
         verdict="not-checked" if result is None else verdict_of(result),
         kv_cache_bytes=result.memory.kv_cache_bytes if result is not None else None,
         kv_cache_bytes_low=getattr(result, "kv_cache_bytes_low", None) if result is not None else None,
@@ -736,9 +742,16 @@ def _report(docs: list[Document], problems: list[Problem], found: list[Server], 
     return CheckReport(findings=findings, suppressed=suppressed, servers=servers, files=files, summary=summary)
 
 
-def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> CheckReport:
+def _workload(name: str | None) -> Any:
+    """The workload a check's concurrency is judged against (validated: imported only when one is named)."""
+    if not name:
+        return None
     from configurator.workloads import load_workload
 
+    return load_workload(name)
+
+
+def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> CheckReport:
     settings = opts.settings or Settings()
     severities = {**settings.config.severities(), **(opts.severities or {})}
     out = _Collector(severities, settings)
@@ -746,7 +759,7 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
         rule = getattr(p, "rule", "parse-error")
         out.add(rule if rule in REGISTRY else "parse-error", p.message, p.loc)
     run = _Run(opts=opts, settings=settings, out=out,
-               workload=load_workload(opts.workload) if opts.workload else None,
+               workload=_workload(opts.workload),
                dirs=opts.model_config_dirs + tuple(settings.config.model_config_dirs),
                enabled=[r for r in REGISTRY.values() if out.severity(r.id) != "off"])
     run.checks = [(r.id, r.check) for r in run.enabled if r.check is not no_check]

@@ -49,7 +49,7 @@ def summary_line(report: CheckReport) -> str:
 
 
 def render_json(report: CheckReport, stream: IO[str]) -> None:
-    stream.write(report.model_dump_json(indent=2) + "\n")
+    stream.write(report.to_json(indent=2) + "\n")
 
 
 def _where(f: Finding) -> tuple[str, str]:
@@ -254,7 +254,7 @@ def render_html(report: CheckReport, stream: IO[str]) -> None:
     """One self-contained page (configurator/report/html.py) from the report's JSON."""
     from configurator.report.html import render_html as page
 
-    stream.write(page("check", json.loads(report.model_dump_json())))
+    stream.write(page("check", json.loads(report.to_json())))
 
 
 FORMATS: dict[str, Callable[[CheckReport, IO[str]], None]] = {

@@ -23,7 +23,7 @@ def test_run_gives_the_report_check_prints(run_cli):
     report = run(paths, settings_for(paths, None))
     printed = json.loads(run_cli("check", "--format", "json", *paths).stdout)
     assert report.worst() == "error" and report.files == 2
-    assert json.loads(report.model_dump_json()) == printed
+    assert json.loads(report.to_json()) == printed
 
 
 def test_run_reads_a_helm_chart_once_with_its_ignore_paths(tmp_path):
