@@ -49,7 +49,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from configurator.admission.review import (
@@ -219,6 +219,8 @@ class WebhookApp:
 
     def __init__(self, settings: WebhookSettings) -> None:
         self.s = settings
+        if settings.options.memo is None:  # models and estimates computed once for the process's life
+            settings.options = replace(settings.options, memo={})
         self.metrics = _Metrics()
         self.ready = False
         self.lanes = (_Lane("ordinary", settings.workers, settings.queue),

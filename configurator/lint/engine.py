@@ -157,6 +157,10 @@ class Options:
     catalog: bool = True  # with no GPU type, evaluate against every catalog GPU
     # name -> ModelSpec in place of the lookup below (the webhook's: catalog only, never a pod's path)
     model_resolver: Any = None
+    # caches that outlive one evaluation, for a long-lived caller (the webhook): model name -> spec,
+    # (spec, GPU, release, flags) -> estimate and (spec, release, flags) -> catalog fit, pure for the process's
+    # life as its verdict cache already assumes; bounded (_Run.shared). None: each evaluation computes its own.
+    memo: dict | None = None
 
 
 # -- model, GPU, release ------------------------------------------------------------------------------
@@ -274,11 +278,11 @@ def _estimate_once(cache: dict, model: Any, gpu: Any, version: str, flags: dict,
     estimate is pure. A refusal (InputError) is remembered and raised again, like the first time."""
     key = (id(model), gpu.name, gpu.total_bytes, version, repr(sorted(flags.items())), used, flashinfer)
     hit = cache.get(key)
-    if hit is None:
+    if hit is None or hit[2] is not model:  # an id is unique only while its object lives: the spec is kept
         try:
-            hit = (estimate(_request(model, gpu, version, flags, used, flashinfer)), None)
+            hit = (estimate(_request(model, gpu, version, flags, used, flashinfer)), None, model)
         except InputError as e:
-            hit = (None, e)
+            hit = (None, e, model)
         cache[key] = hit
     if hit[1] is not None:
         raise hit[1]
@@ -299,9 +303,10 @@ def _catalog_fit(model: Any, version: str, flags: dict, cache: dict) -> CatalogF
     """Every catalog GPU (MIG slices aside) at these flags: which fit, which vLLM would refuse."""
     from configurator.hardware.catalog import list_gpus
 
-    key = (getattr(model, "name", id(model)), version, repr(sorted(flags.items())))
-    if key in cache:
-        return cache[key]
+    key = (id(model), version, repr(sorted(flags.items())))
+    hit = cache.get(key)
+    if hit is not None and hit[1] is model:  # as in _estimate_once: the spec is kept beside what it gave
+        return hit[0]
     fits, risky, refused = [], [], []
     needs: list[tuple[int, int]] = []  # (GPU total, bytes needed) of every GPU evaluated
     for gpu in sorted(list_gpus(), key=lambda g: g.total_bytes):
@@ -319,7 +324,7 @@ def _catalog_fit(model: Any, version: str, flags: dict, cache: dict) -> CatalogF
     fitting = {g.total_bytes for g in fits}
     chosen = next((n for total, n in needs if total in fitting), needs[-1][1] if needs else None)
     out = CatalogFit(needs_bytes=chosen, fits=tuple(fits), at_risk=tuple(risky), refused=tuple(refused))
-    cache[key] = out
+    cache[key] = (out, model)
     return out
 
 
@@ -569,6 +574,18 @@ class _Run:
     gpus: dict = field(default_factory=dict)  # (GPU annotation, node labels, GPU resource) -> (GPU, its source)
     releases: dict = field(default_factory=dict)  # (image, VLLM_VERSION env) -> (Release, behaviour version)
 
+    # Options.memo's bound on each cache: past it in any, all start again. An estimate kept holds ~23 KiB
+    # (tracemalloc over 200), so 1,024 of them ~23 MiB of the webhook chart's 512 MiB limit
+    MEMO_BOUND = 1024
+
+    def shared(self, memo: dict) -> None:
+        """Use the caller's lasting caches (Options.memo) of models, estimates and catalog fits."""
+        caches = [memo.setdefault(name, {}) for name in ("models", "estimates", "catalog")]
+        if any(len(c) > self.MEMO_BOUND for c in caches):
+            for c in caches:
+                c.clear()
+        self.models, self.estimates, self.catalog_cache = caches
+
 
 def _server_model(s: Server, run: _Run) -> tuple[Any, Any, str | None, str | None]:
     """(the model name as written, its ModelSpec, why it has none, a note on how it was found). What the served
@@ -763,6 +780,8 @@ def evaluate(docs: list[Document], problems: list[Problem], opts: Options) -> Ch
                dirs=opts.model_config_dirs + tuple(settings.config.model_config_dirs),
                enabled=[r for r in REGISTRY.values() if out.severity(r.id) != "off"])
     run.checks = [(r.id, r.check) for r in run.enabled if r.check is not no_check]
+    if opts.memo is not None:
+        run.shared(opts.memo)
     found, not_understood = _extract_failing_closed(docs, opts.vllm_version, out)
     for nu in not_understood:
         out.add(nu.rule if nu.rule in REGISTRY else "not-understood", nu.reason, nu.loc,

@@ -183,6 +183,59 @@ def test_every_corpus_object_gets_through_the_cache_what_it_gets_without():
     assert len(cases) > 150 and cache.hits >= cached
 
 
+def test_models_and_estimates_kept_across_reviews_change_no_verdict(monkeypatch):
+    """The webhook keeps models and estimates for its life (Options.memo): every corpus object, reviewed twice
+    through one memo in an order that mixes files, gets the verdict it gets with nothing kept; the second pass
+    computes no estimate."""
+    import dataclasses
+
+    from configurator.lint import engine
+
+    files = sorted((ROOT / "tests" / "manifests").glob("*.y*ml")) + \
+        sorted(p for p in (ROOT / "tests" / "corpus" / "real").rglob("*.y*ml") if p.name != "expected.yaml")
+    objs = [d.data for path in files for d in load_paths([str(path)])[0]
+            if isinstance(d.data, dict) and isinstance(d.data.get("kind"), str)]
+    alone = [assess(copy.deepcopy(o), OPTS) for o in objs]
+    memo_opts = dataclasses.replace(OPTS, memo={})
+    order = sorted(range(len(objs)), key=lambda i: (i * 7919) % len(objs))
+    for i in order:
+        assert assess(copy.deepcopy(objs[i]), memo_opts) == alone[i], i
+    assert memo_opts.memo["estimates"] and memo_opts.memo["models"]
+    calls = []
+    real = engine.estimate
+    monkeypatch.setattr(engine, "estimate", lambda req: calls.append(req) or real(req))
+    for i in order:
+        assert assess(copy.deepcopy(objs[i]), memo_opts) == alone[i], i
+    assert not calls  # every estimate (and every catalog fit of a server with no GPU type) was kept
+
+
+def test_a_kept_estimate_is_used_only_for_its_own_model_object_and_the_memo_is_bounded():
+    from configurator.lint import engine
+
+    pod = _pod()
+    memo_opts = Options(memo={})
+    first = assess(copy.deepcopy(pod), memo_opts)
+    estimates = memo_opts.memo["estimates"]
+    ((key, (result, error, model)),) = estimates.items()
+    # an entry whose key matches but whose spec is another object (an id reused after the first was freed) is
+    # not used: it is computed again for the spec at hand
+    other = copy.deepcopy(model)
+    estimates[key] = (dataclasses_replace_verdict(result), error, other)
+    assert assess(copy.deepcopy(pod), memo_opts) == first
+    assert estimates[key][2] is model
+    # past its bound the memo starts again
+    for n in range(engine._Run.MEMO_BOUND + 1):
+        estimates[("filler", n)] = (None, None, None)
+    assess(copy.deepcopy(pod), memo_opts)
+    assert len(memo_opts.memo["estimates"]) == 1
+
+
+def dataclasses_replace_verdict(result):
+    import dataclasses
+
+    return dataclasses.replace(result, verdict="refused", fits=False, errors=["not this model's"])
+
+
 def _post_all(app: WebhookApp, bodies: list[dict]) -> list[dict]:
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hook") as c:
