@@ -26,6 +26,18 @@ def test_run_gives_the_report_check_prints(run_cli):
     assert json.loads(report.to_json()) == printed
 
 
+def test_a_large_report_is_written_as_a_small_one_is():
+    """A report of many parts goes through pydantic-core's serializer, a small one through the standard library's
+    (configurator/record.py): the same text either way, on every server and finding the corpus gives."""
+    from configurator.record import to_json, to_json_large
+
+    paths = [str(CORPUS), str(ROOT / "tests" / "corpus" / "real")]
+    report = run(paths, settings_for(paths, None))
+    assert len(report.servers) > 50 and len(report.findings) > 50
+    assert to_json(report) == to_json_large(report)
+    assert report.to_json() == to_json(report)
+
+
 def test_run_reads_a_helm_chart_once_with_its_ignore_paths(tmp_path):
     """Chart grouping and ignorePaths are the library's: a folder's ignored file is left out, a named one read."""
     (tmp_path / "ok.yaml").write_text((CORPUS / "docs-example-ok.yaml").read_text())
