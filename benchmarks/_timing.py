@@ -11,6 +11,7 @@ from __future__ import annotations
 import resource
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,7 +76,6 @@ def median_process(cmd: list[str], runs: int) -> float:
 def tool_command() -> list[str]:
     """How to run the CLI as a user would: the installed script, else the module."""
     import shutil
-    import sys
 
     exe = shutil.which("vllm-configurator")
     return [exe] if exe else [sys.executable, "-m", "configurator.cli.main"]
@@ -89,8 +89,8 @@ def tool_command() -> list[str]:
 # median of the per-pair ratios moved 2.9-3.0 where the command's own median moved 245-309 ms (5 rounds of 11).
 # A target in CPU seconds is then decided on that ratio times the gauge's CPU on the reference machine, and the
 # raw figures are printed beside it.
-GAUGE_CODE = ("import json, email.message, argparse, dataclasses, typing, decimal, logging, pathlib, inspect, ast, "
-              "ipaddress, zipfile, tarfile, csv, socket, urllib.request")
+GAUGE_CMD = [sys.executable, "-c", "import json, email.message, argparse, dataclasses, typing, decimal, logging, "
+             "pathlib, inspect, ast, ipaddress, zipfile, tarfile, csv, socket, urllib.request"]
 # the gauge's CPU seconds on the reference machine: the 2-core one issue 29 set its targets on, at the speed of its
 # figures there ("0.30 s of CPU, 26x `python -c pass`": `python -c pass` at 11.5 ms). Measured 2026-12-06 on that
 # machine in alternation with `python -c pass`: gauge / pass 6.9-7.4 (medians of 21 pairs, 4 rounds), so
@@ -110,19 +110,15 @@ class Speed:
 
 
 def machine_speed(runs: int) -> Speed:
-    import sys
-
-    return Speed(time_process([sys.executable, "-c", GAUGE_CODE], runs).cpu_s)
+    return Speed(time_process(GAUGE_CMD, runs).cpu_s)
 
 
 def time_process_at_reference(cmd: list[str], runs: int, **expect) -> tuple[Timing, Speed, float]:
     """`cmd` timed as time_process does, in alternation with the speed gauge: (its Timing, the gauge's Speed, its
     CPU seconds at the reference machine's speed: the median of the per-pair CPU ratios x the gauge's reference)."""
-    import sys
-
     gauge, timed, ratios = [], [], []
     for _ in range(runs):
-        g = time_process([sys.executable, "-c", GAUGE_CODE], 1).cpu_s
+        g = time_process(GAUGE_CMD, 1).cpu_s
         t = time_process(cmd, 1, **expect)
         gauge.append(g)
         timed.append(t)

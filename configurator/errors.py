@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
+
+from configurator.record import doc, to_json
 
 
 class ExitCode(IntEnum):
@@ -41,3 +44,25 @@ class NotFoundError(InputError):
 
 class ConfigError(InputError):
     """A model config.json cannot be understood (malformed, truncated, missing geometry)."""
+
+
+@dataclass(kw_only=True)
+class ErrorDetail:
+    message: str = doc(description="the error, as the one line printed on standard error without --format json")
+    exit_code: int = doc(description="the process exit code (2: bad input)")
+
+
+# output, so plain records (configurator/record.py): printing an error imports no validation library
+@dataclass(kw_only=True)
+class ErrorReport:
+    """What a command run with `--format json` prints on standard output when it fails with bad input (exit 2)
+    instead of its report: `{"error": {"message": ..., "exit_code": 2}}`."""
+
+    error: ErrorDetail
+
+    @classmethod
+    def of(cls, message: str, code: int) -> ErrorReport:
+        return cls(error=ErrorDetail(message=message, exit_code=int(code)))
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return to_json(self, indent)

@@ -8,7 +8,7 @@ import json
 
 from pydantic import TypeAdapter
 
-# schema file -> the pydantic model it is generated from
+# schema file -> the pydantic model (an input) or result dataclass (an output) it is generated from
 MODELS = {
     "estimate.schema.json": "configurator.estimate.EstimateResult",
     "calibration.schema.json": "configurator.calibration.Calibration",
@@ -16,7 +16,7 @@ MODELS = {
     "workload.schema.json": "configurator.workloads.Workload",
     "check-report.schema.json": "configurator.lint.engine.CheckReport",
     "lint-config.schema.json": "configurator.lint.engine.LintConfig",
-    "error.schema.json": "configurator.error_report.ErrorReport",
+    "error.schema.json": "configurator.errors.ErrorReport",
 }
 
 

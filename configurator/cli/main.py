@@ -8,7 +8,7 @@ import sys
 import click
 
 from configurator import __version__
-from configurator.errors import ConfiguratorError, ExitCode
+from configurator.errors import ConfiguratorError, ErrorReport, ExitCode
 
 
 def _wants_json(args: list[str]) -> bool:
@@ -21,9 +21,7 @@ def _fail(message: str, code: int, as_json: bool) -> None:
     """One line on standard error and, under `--format json`, the error object (schemas/error.schema.json) on
     standard output too (where the report would have been); then the exit code."""
     if as_json:
-        from configurator.error_report import ErrorReport
-
-        click.echo(ErrorReport.of(message, code).model_dump_json(indent=2))
+        click.echo(ErrorReport.of(message, code).to_json())
     click.echo(f"error: {message}", err=True)
     sys.exit(int(code))
 
@@ -37,9 +35,7 @@ class _Group(click.Group):
             _fail(str(e), e.exit_code, as_json)
         except click.UsageError as e:  # bad options: click prints the usage; JSON also gets the error object
             if as_json:
-                from configurator.error_report import ErrorReport
-
-                click.echo(ErrorReport.of(e.format_message(), e.exit_code).model_dump_json(indent=2))
+                click.echo(ErrorReport.of(e.format_message(), e.exit_code).to_json())
             raise
         except BrokenPipeError:  # output piped into `head`: stop quietly (click would exit 1)
             import os

@@ -5,6 +5,7 @@ get evaluated afresh."""
 
 import asyncio
 import copy
+import dataclasses
 import json
 
 import httpx
@@ -155,11 +156,16 @@ def test_the_cache_is_bounded_and_keeps_the_most_recent():
     assert cache.get(verdict_key(pods[2], "deny")) is not None
 
 
+def _corpus_files() -> list:
+    """tests/manifests and tests/corpus/real, their expected-findings files left out."""
+    return sorted((ROOT / "tests" / "manifests").glob("*.y*ml")) + \
+        sorted(p for p in (ROOT / "tests" / "corpus" / "real").rglob("*.y*ml") if p.name != "expected.yaml")
+
+
 def test_every_corpus_object_gets_through_the_cache_what_it_gets_without():
     """Every object of tests/manifests and tests/corpus/real, each also as a rollout's pod would come (a name
     generated from generateName, a uid, an owner, a status), through one cache: the verdict it would get alone."""
-    files = sorted((ROOT / "tests" / "manifests").glob("*.y*ml")) + \
-        sorted(p for p in (ROOT / "tests" / "corpus" / "real").rglob("*.y*ml") if p.name != "expected.yaml")
+    files = _corpus_files()
     cases = []
     for path in files:
         docs, _ = load_paths([str(path)])
@@ -187,12 +193,9 @@ def test_models_and_estimates_kept_across_reviews_change_no_verdict(monkeypatch)
     """The webhook keeps models and estimates for its life (Options.memo): every corpus object, reviewed twice
     through one memo in an order that mixes files, gets the verdict it gets with nothing kept; the second pass
     computes no estimate."""
-    import dataclasses
-
     from configurator.lint import engine
 
-    files = sorted((ROOT / "tests" / "manifests").glob("*.y*ml")) + \
-        sorted(p for p in (ROOT / "tests" / "corpus" / "real").rglob("*.y*ml") if p.name != "expected.yaml")
+    files = _corpus_files()
     objs = [d.data for path in files for d in load_paths([str(path)])[0]
             if isinstance(d.data, dict) and isinstance(d.data.get("kind"), str)]
     alone = [assess(copy.deepcopy(o), OPTS) for o in objs]
@@ -220,7 +223,8 @@ def test_a_kept_estimate_is_used_only_for_its_own_model_object_and_the_memo_is_b
     # an entry whose key matches but whose spec is another object (an id reused after the first was freed) is
     # not used: it is computed again for the spec at hand
     other = copy.deepcopy(model)
-    estimates[key] = (dataclasses_replace_verdict(result), error, other)
+    estimates[key] = (dataclasses.replace(result, verdict="refused", fits=False, errors=["not this model's"]), error,
+                      other)
     assert assess(copy.deepcopy(pod), memo_opts) == first
     assert estimates[key][2] is model
     # past its bound the memo starts again
@@ -228,12 +232,6 @@ def test_a_kept_estimate_is_used_only_for_its_own_model_object_and_the_memo_is_b
         estimates[("filler", n)] = (None, None, None)
     assess(copy.deepcopy(pod), memo_opts)
     assert len(memo_opts.memo["estimates"]) == 1
-
-
-def dataclasses_replace_verdict(result):
-    import dataclasses
-
-    return dataclasses.replace(result, verdict="refused", fits=False, errors=["not this model's"])
 
 
 def _post_all(app: WebhookApp, bodies: list[dict]) -> list[dict]:
@@ -299,8 +297,7 @@ def test_the_fast_path_says_what_check_says_on_every_object_without_vllm():
     from configurator.admission import review as rv
     from configurator.admission.shape import inspect
 
-    files = sorted((ROOT / "tests" / "manifests").glob("*.y*ml")) + \
-        sorted(p for p in (ROOT / "tests" / "corpus" / "real").rglob("*.y*ml") if p.name != "expected.yaml")
+    files = _corpus_files()
     seen = silent = 0
     for path in files:
         docs, _ = load_paths([str(path)])

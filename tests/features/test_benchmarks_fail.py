@@ -128,7 +128,7 @@ def test_make_bench_runs_every_benchmark_and_fails_when_one_does(tmp_path):
 def test_cold_start_decides_on_cpu_scaled_to_the_reference_speed_and_prints_both(cold_start, monkeypatch, capsys):
     """A machine running at twice the reference's CPU seconds (a busy host) halves the CPU the target is decided
     on; --raw decides on the CPU measured; the factor and both figures are printed."""
-    from _timing import GAUGE_CODE, Speed, Timing
+    from _timing import GAUGE_CMD, Speed, Timing
 
     first = next(iter(cold_start.CASES))
     monkeypatch.setattr(cold_start, "CASES", {first: cold_start.CASES[first]})
@@ -136,7 +136,7 @@ def test_cold_start_decides_on_cpu_scaled_to_the_reference_speed_and_prints_both
     slow = {"factor": 2.0}
 
     def fake(cmd, runs, **kw):  # the gauge at `factor` x the reference, the tool at 400 ms
-        return Timing(0.5, slow["factor"] * ref if GAUGE_CODE in cmd else 0.4)
+        return Timing(0.5, slow["factor"] * ref if cmd == GAUGE_CMD else 0.4)
 
     monkeypatch.setattr(cold_start, "time_process", fake)
     monkeypatch.setattr(sys.modules["_timing"], "time_process", fake)
