@@ -216,3 +216,21 @@ def test_every_flag_the_plan_sets_reaches_the_serve_command():
     for dest in ("data_parallel_size", "swap_space", "max_num_partial_prefills"):
         if dest in BY_DEST and BY_DEST[dest].type != "bool":
             assert BY_DEST[dest].option in serve_args("m", {dest: 3})
+
+
+def test_the_plan_times_a_hybrid_pool_by_its_groups(monkeypatch):
+    """A sliding-window model's KV pool is counted over its groups when the plan times a candidate, as the
+    speed benchmark counts it: gpt-oss-20b's window layers hold at most their window a request."""
+    import configurator.plan.speed as plan_speed
+
+    seen = []
+    real = plan_speed.estimate_speed
+
+    def spy(*args, **kw):
+        seen.append(kw.get("kv_groups"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(plan_speed, "estimate_speed", spy)
+    p = plan(PlanRequest(model="openai/gpt-oss-20b", gpu="h100", gpus=1, workload=load_workload("chat")))
+    assert p.speed is not None and seen
+    assert all(len(g) == 2 and 0 in g and max(g) > 0 for g in seen), seen  # one full group, one window group

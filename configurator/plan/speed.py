@@ -4,6 +4,7 @@ workload's TTFT / TPOT targets."""
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
 from configurator.hardware.catalog import GPU
@@ -11,6 +12,7 @@ from configurator.model.spec import ModelSpec
 from configurator.plan.search import Candidate, PlanRequest
 from configurator.speed import Workload as SpeedWorkload
 from configurator.speed import estimate_speed
+from configurator.speed.schedule import kv_groups
 from configurator.workloads import Workload
 
 
@@ -26,7 +28,7 @@ def candidate_speed(model: ModelSpec, gpu: GPU, req: PlanRequest, c: Candidate) 
                        tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=bool(f.get("enable_expert_parallel")),
                        weight_dtype=None if model.quant.method else req.quantization, kv_cache_dtype=c.kv,
                        max_num_seqs=int(f["max_num_seqs"]), max_num_batched_tokens=int(f["max_num_batched_tokens"]),
-                       kv_tokens=c.result.kv_cache.tokens)
+                       kv_tokens=c.result.kv_cache.tokens, kv_groups=kv_groups(asdict(c.result.kv_cache)))
     if s is None:
         return None
     d = s.to_dict()

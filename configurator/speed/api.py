@@ -12,6 +12,7 @@ from configurator.resources import load_yaml
 from configurator.speed.geometry import geometry
 from configurator.speed.hardware import GPUSpeed, gpu_speed
 from configurator.speed.model import Layout, Params, Prediction, Speculative, Workload, predict
+from configurator.speed.schedule import kv_groups
 
 __all__ = ["Params", "Speculative", "SpeedEstimate", "Workload", "calibrated_params", "estimate_speed", "gpu_speed",
            "speed_for_estimate"]
@@ -86,11 +87,13 @@ class SpeedEstimate:
 def estimate_speed(model: ModelSpec | str, gpu: str, *, workload: Workload, tp: int = 1, pp: int = 1, dp: int = 1,
                    ep: bool = False, weight_dtype: str | None = None, kv_cache_dtype: str | None = "auto",
                    max_num_seqs: int = 256, max_num_batched_tokens: int = 8192, kv_tokens: float | None = None,
-                   speculative: Speculative | None = None, params: Params | None = None) -> SpeedEstimate | None:
+                   speculative: Speculative | None = None, params: Params | None = None,
+                   kv_groups: tuple[int, ...] = (0,)) -> SpeedEstimate | None:
     """Predict one deployment's speed; None when `gpu` (a catalog name) has no datasheet figures.
 
-    kv_tokens: the KV cache's tokens per engine (EstimateResult.kv_cache.tokens); max_num_seqs and
-    max_num_batched_tokens as vLLM resolved them (the estimate's flags)."""
+    kv_tokens: the KV cache's tokens per engine (EstimateResult.kv_cache.tokens); kv_groups: its groups
+    (speed.schedule.kv_groups); max_num_seqs and max_num_batched_tokens as vLLM resolved them (the estimate's
+    flags)."""
     spec = resolve_model(model, allow_hub=False) if isinstance(model, str) else model
     g_speed = gpu_speed(gpu)
     if g_speed is None:
@@ -100,7 +103,7 @@ def estimate_speed(model: ModelSpec | str, gpu: str, *, workload: Workload, tp: 
                    kv_cache_dtype=kv_cache_dtype, gpu_has_fp8=bool(g_speed.tflops.get("fp8")))
     pred = predict(geo, g_speed, lay, workload, max_num_seqs=max_num_seqs,
                    max_num_batched_tokens=max_num_batched_tokens, kv_tokens=kv_tokens,
-                   params=params or calibrated_params(), spec=speculative)
+                   params=params or calibrated_params(), spec=speculative, kv_groups=kv_groups)
     notes = [geo.weight_note, f"GEMMs at {geo.compute} ({g_speed.peak_tflops(geo.compute):g} dense TFLOPS peak), "
              f"{g_speed.hbm_gbs:g} GB/s memory ({g_speed.source})"]
     if speculative:
@@ -130,5 +133,5 @@ def speed_for_estimate(result: Any, workload: Workload, *, speculative: Speculat
                        weight_dtype=None if spec.quant.method else flags.get("quantization"),
                        max_num_seqs=int(flags.get("max_num_seqs") or 256),
                        max_num_batched_tokens=int(flags.get("max_num_batched_tokens") or 8192),
-                       kv_tokens=kv.get("tokens"), speculative=speculative)
+                       kv_tokens=kv.get("tokens"), speculative=speculative, kv_groups=kv_groups(kv))
     return s.to_dict() if s else None

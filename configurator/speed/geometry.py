@@ -56,6 +56,18 @@ class Geometry:
     # read back by the weighted sum: fused_moe / moe_sum in vllm/model_executor/layers/fused_moe), on one rank
     act_bytes_token: float = 0.0
     act_bytes_pair: float = 0.0
+    # weights stored narrower than the 16 bits their GEMMs compute at, so each GEMM dequantizes them in its inner
+    # loop (weight-only W4A16 / W8A16 kernels: Marlin, AWQ, GPTQ; FP8 on a GPU without FP8 tensor cores; MXFP4
+    # experts): the dense layers' GEMMs, and the routed experts'
+    dequant_dense: bool = False
+    dequant_experts: bool = False
+    # one routed expert's intermediate width on one rank: moe_intermediate_size / tp, whole with expert parallel
+    # (the N of its gate/up GEMM and the K of its down GEMM in the fused-MoE kernel)
+    expert_width: float = 0.0
+    # the lm_head's parameters on one rank (vocab-parallel over tp), part of active_params: vLLM multiplies it only
+    # for the rows it samples, one per scheduled request (gpu_model_runner: hidden_states[logits_indices] into
+    # compute_logits), not for every prompt token of a prefill
+    head_params: float = 0.0
 
     def kv_read_bytes(self, ctx: float) -> float:
         """KV bytes one decode token reads at a context of `ctx` tokens (sliding windows read their window)."""
@@ -127,12 +139,16 @@ def geometry(model: ModelSpec, *, tp: int = 1, ep_size: int = 1, weight_dtype: s
     moe_inter = float(c.get("moe_intermediate_size") or inter)
     act_token = 3 * inter / tp * 2 * (model.num_hidden_layers - moe_layers)
     # with expert parallelism a rank holds whole experts
-    act_pair = (3 * moe_inter / (1 if ep_size > 1 else tp) + 3 * model.hidden_size) * 2 * moe_layers
+    expert_width = moe_inter / (1 if ep_size > 1 else tp) if e else 0.0
+    act_pair = (3 * expert_width + 3 * model.hidden_size) * 2 * moe_layers
     m = (method or "").lower()
     compute = "fp8" if (m in _FP8_COMPUTE and gpu_has_fp8) else ("fp4" if m in _FP4_COMPUTE else "bf16")
+    narrow = compute == "bf16"  # a GEMM at the 16-bit rate over weights of fewer bytes dequantizes them
     return Geometry(layers=model.num_hidden_layers, hidden=model.hidden_size, dense_bytes=dense_bytes,
                     expert_bytes=expert_bytes, num_experts=e, top_k=k, active_params=active,
                     expert_active_params=routed,
                     moe_layers=sum(moe_layer(c, i) for i in range(model.num_hidden_layers)) if e else 0,
                     kv_bytes_per_token=full, window_kv=tuple(sorted(windows.items())), attn_width=width,
-                    compute=compute, weight_note=note, act_bytes_token=act_token, act_bytes_pair=act_pair)
+                    compute=compute, weight_note=note, act_bytes_token=act_token, act_bytes_pair=act_pair,
+                    dequant_dense=narrow and lin_b < dt, dequant_experts=narrow and bool(e) and exp_b < dt,
+                    expert_width=expert_width, head_params=head / tp)

@@ -17,6 +17,10 @@ one: `+ t_eager_layer x layers`.
 The elementwise kernels between the GEMMs (residual-add + RMSNorm, the MLP's activation, and the routed experts'
 gather of each (token, expert) pair's hidden state and weighted sum of their outputs) move activations that the
 GEMMs do not hide: `+ activation bytes / BW`, which grows with tokens x top_k x hidden x MoE layers.
+The lm_head multiplies only the rows vLLM samples (one per decode token, one per prefilling request), not every
+prompt token. A routed expert's GEMMs run at eta_moe x w / (w + moe_w_half) of F, w being its width on one rank
+(moe_intermediate_size / tp; whole under expert parallelism), and under expert parallelism the most loaded rank's
+at (1 + ep_imbalance) x the mean rank's work.
 
 A request of L prompt tokens and O output tokens, with C requests in flight (the client's concurrency, capped
 by max_num_seqs and by the KV cache's tokens, which hold L + O/2 tokens per request on average):
@@ -50,7 +54,7 @@ from dataclasses import dataclass, field
 
 from configurator.speed.geometry import Geometry
 from configurator.speed.hardware import GPUSpeed
-from configurator.speed.schedule import replay
+from configurator.speed.schedule import group_blocks, replay
 
 # one all-reduce's fixed latency (s): vLLM's custom all-reduce over NVLink is a few microseconds per call,
 # NCCL over PCIe tens; the figures are typical of published nccl-tests small-message latencies
@@ -73,6 +77,17 @@ class Params:
     # per request, in its time to first token only: the serving path outside the GPU's steps (the HTTP request,
     # tokenizing, the engine core's input queue, the first token's detokenizing and write back to the client)
     t_first: float = 0.0
+    # a dequantizing GEMM's share of the 16-bit rate (Geometry.dequant_*): weight-only kernels unpack and scale
+    # every weight tile in their inner loop, which costs compute once a step is compute-bound
+    eta_wq: float = 1.0
+    # the width (Geometry.expert_width) at which a routed expert's GEMMs reach half of eta_moe: tensor-parallel
+    # slices of an expert are narrow GEMMs (a few tiles of N, a short K loop in the down projection) that keep
+    # fewer of the GPU's units busy; 0 = no such loss
+    moe_w_half: float = 0.0
+    # with expert parallelism each rank multiplies only its own experts' tokens, and the step waits for the most
+    # loaded rank: its expert GEMMs take (1 + ep_imbalance) x the mean rank's (routing is not uniform; vLLM's
+    # EPLB exists to even it out, vllm/distributed/eplb)
+    ep_imbalance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -137,14 +152,22 @@ def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: fl
     # all-experts tokens: with EP the experts see every DP engine's tokens
     moe_tokens = tokens * (lay.dp if lay.ep else 1)
     w_bytes = g.dense_bytes + g.expert_bytes * g.experts_touched(moe_tokens)
-    dense_flops = 2.0 * (g.active_params - g.expert_active_params) * tokens / flops
-    moe_flops = 2.0 * g.expert_active_params * tokens / (flops * p.eta_moe)
+    # the lm_head multiplies one row per decode token and one per prefilling request (its last prompt token)
+    rows = decodes * per_dec + (1.0 if prefill > 0 else 0.0)
+    dense_flops = 2.0 * ((g.active_params - g.expert_active_params - g.head_params) * tokens + g.head_params * rows) / (
+        flops * (p.eta_wq if g.dequant_dense else 1.0))
+    eta_moe = p.eta_moe * (g.expert_width / (g.expert_width + p.moe_w_half) if g.expert_width else 1.0)
+    moe_flops = (2.0 * g.expert_active_params * tokens * (1.0 + p.ep_imbalance if lay.ep else 1.0)
+                 / (flops * eta_moe * (p.eta_wq if g.dequant_experts else 1.0)))
     gemm = max(w_bytes / bw, dense_flops + moe_flops)
     # activations the elementwise kernels between the GEMMs move, not overlapped with them: the two fused
     # residual-add + RMSNorm kernels of every layer read the hidden state and the residual and write both
     # (fused_add_rms_norm, vllm/model_executor/layers/layernorm.py), the MLP's activation, and the routed
-    # (token, expert) pairs' (Geometry.act_bytes_pair; with EP a rank takes its experts' share of the pairs)
-    pairs = moe_tokens * g.top_k / (lay.tp * lay.dp if lay.ep else 1) if g.num_experts else 0.0
+    # (token, expert) pairs' (Geometry.act_bytes_pair). With EP across DP engines the all-to-all hands a rank its
+    # experts' share of the pairs; with EP inside one engine (dp 1) every rank runs the fused-MoE kernel over all
+    # of them, writing zeros for the pairs of other ranks' experts (fused_moe.py: `if off_experts == -1:
+    # write_zeros_to_output`) and running the activation over all, at its experts' whole width
+    pairs = moe_tokens * g.top_k / (lay.tp * lay.dp if lay.ep and lay.dp > 1 else 1) if g.num_experts else 0.0
     act = tokens * (8 * g.hidden * 2 * g.layers + g.act_bytes_token) + pairs * g.act_bytes_pair
     kv_bytes = decodes * g.kv_read_bytes(ctx)
     attn_f = 4.0 * g.attn_width * (decodes * per_dec * ctx + prefill * prefill_ctx)
@@ -169,14 +192,16 @@ def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: fl
 
 def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_seqs: int,
             max_num_batched_tokens: int, kv_tokens: float | None = None, params: Params = Params(),
-            spec: Speculative | None = None) -> Prediction:
+            spec: Speculative | None = None, kv_groups: tuple[int, ...] = (0,)) -> Prediction:
     """TTFT, TPOT and output throughput (all engines) of `wl` on this layout. kv_tokens: the KV cache's tokens
     per engine (the estimate's), None when unknown (then only max_num_seqs caps the running requests)."""
     isl, osl = max(wl.input_len, 1.0), max(wl.output_len, 1.0)
     n = wl.num_prompts
     per_req_tokens = isl + osl / 2
     cap_seqs = float(max_num_seqs) * lay.pp  # vLLM schedules max_num_seqs per micro-batch
-    cap_kv = kv_tokens / per_req_tokens if kv_tokens else math.inf
+    # requests the pool holds: its blocks over every group (configurator/speed/schedule.py kv_groups) over a
+    # request's; with one full-attention group, kv_tokens / tokens a request
+    cap_kv = kv_tokens * len(kv_groups) / (group_blocks(kv_groups, per_req_tokens) * 16) if kv_tokens else math.inf
     # the step's token budget: in steady state R / O requests finish per step and as many new prompts of L
     # tokens must be prefilled, so R + R x L / O <= max_num_batched_tokens (vLLM V1 schedules decodes first and
     # fills the rest of the budget with prefill chunks: vllm/v1/core/sched/scheduler.py)
@@ -233,7 +258,7 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
         out = wl.request_rate * osl
     elif not wl.request_rate and n and not spec:  # a closed load: vLLM's schedule replayed, then timed
         out, tpot, ttft = _replayed(g, gpu, lay, params, wl, n, max_num_seqs, max_num_batched_tokens, kv_tokens,
-                                    graph_max)
+                                    graph_max, kv_groups)
     elif not wl.request_rate and not wl.concurrency and n:
         out, tpot, queued = _burst(g, gpu, lay, params, spec, n / engines, running, isl, osl, per_req_tokens,
                                    t_pre, wl.variable_lengths, graph_max)
@@ -292,14 +317,15 @@ def _burst(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, spec: Speculative
 
 
 def _replayed(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, wl: Workload, n: int, max_num_seqs: int,
-              budget: int, kv_tokens: float | None, graph_max: float) -> tuple[float, float, float]:
+              budget: int, kv_tokens: float | None, graph_max: float,
+              kv_groups: tuple[int, ...] = (0,)) -> tuple[float, float, float]:
     """(output tok/s of all engines, the median request's TPOT, its TTFT) of n requests sent at once or kept at
     the client's concurrency: the scheduler's steps (configurator/speed/schedule.py) timed by step_time. Pipeline
     parallel runs pp micro-batches of max_num_seqs each, a step being one micro-batch's pass over the stages."""
     per = max(1, round(n / lay.dp))
     conc = max(1, round(wl.concurrency / lay.dp)) if wl.concurrency else None
     tr = replay(per, max(1, round(wl.input_len)), max(1.0, wl.output_len), wl.variable_lengths,
-                max_num_seqs * lay.pp, budget * lay.pp, kv_tokens, conc, int(graph_max))
+                max_num_seqs * lay.pp, budget * lay.pp, kv_tokens, conc, int(graph_max), kv_groups)
     cum = [0.0]
     rate = []  # seconds per step in each segment
     for _, steps, classes in tr.segments:

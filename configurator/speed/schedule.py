@@ -56,16 +56,52 @@ class Trace:
     peak_running: int
 
 
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def kv_groups(kv_cache: dict | None) -> tuple[int, ...]:
+    """The KV cache groups of an estimate's kv_cache (EstimateResult.kv_cache as a dict), as the most blocks a
+    request holds in each: 0 where it grows with the request (full attention), the window and the tokens in
+    flight (vLLM's SlidingWindowManager keeps cdiv(window - 1 + in flight, block) + 1), 1 for a fixed state
+    (Mamba / linear attention). (0,) when the estimate has no groups: one full-attention pool."""
+    out = []
+    for g in (kv_cache or {}).get("groups") or ():
+        window = int(g.get("window_tokens") or 0)
+        if window:
+            out.append(-(-(window - 1 + int(kv_cache.get("in_flight_tokens") or 0)) // BLOCK) + 1)
+        elif "mamba" in str(g.get("kind", "")).lower():
+            out.append(1)
+        else:
+            out.append(0)
+    return tuple(out) or (0,)
+
+
+def group_blocks(groups: tuple[int, ...], tokens: float) -> float:
+    """Blocks a request of `tokens` tokens holds over every group (continuous: tokens / BLOCK a group)."""
+    per = tokens / BLOCK
+    return sum(per if cap == 0 else min(per, cap) for cap in groups)
+
+
 def output_lengths(n: int, mean: float, variable: bool, isl: int = 0) -> list[int]:
-    """Output lengths of n requests: all `mean`, or (a chat dataset) exponential quantiles with that mean, each
-    prompt + output at most MAX_TOTAL tokens as `vllm bench serve` filters ShareGPT (is_valid_sequence,
-    vllm/benchmarks/datasets.py: max_total_len 2048), rescaled to keep the mean."""
+    """Output lengths of n requests in the order they are sent: all `mean`, or (a chat dataset) exponential
+    quantiles with that mean, each prompt + output at most MAX_TOTAL tokens as `vllm bench serve` filters ShareGPT
+    (is_valid_sequence, vllm/benchmarks/datasets.py: max_total_len 2048), rescaled to keep the mean.
+
+    The quantiles are sent in a mixed order, as the benchmark samples the dataset at random (random.sample in
+    SampleRequest lists): request i takes the quantile that (i x golden ratio) mod 1 ranks at, a fixed order,
+    so that any run of consecutive requests spans short and long outputs alike. In ascending order the first
+    max_num_seqs admitted were all the shortest, which churned prefills through the start of a burst and left the
+    longest for a drain at a small batch."""
     if not variable:
         return [max(1, round(mean))] * n
     cap = max(mean, MAX_TOTAL - isl)
     raw = [min(cap, -mean * math.log(1.0 - (i + 0.5) / n)) for i in range(n)]
     scale = mean * n / sum(raw)
-    return [max(1, round(min(cap, x * scale))) for x in raw]
+    ascending = [max(1, round(min(cap, x * scale))) for x in raw]
+    out = [0] * n
+    for rank, i in enumerate(sorted(range(n), key=lambda i: (i * GOLDEN) % 1.0)):
+        out[i] = ascending[rank]  # request i gets the quantile its golden-ratio position ranks at
+    return out
 
 
 class _Engine:
@@ -75,10 +111,12 @@ class _Engine:
     `taken` passes q)."""
 
     def __init__(self, n: int, isl: int, outs: list[int], max_num_seqs: int, budget: int, kv_tokens: float | None,
-                 concurrency: int | None, graph_max: int):
+                 concurrency: int | None, graph_max: int, groups: tuple[int, ...] = (0,)):
         self.n, self.isl, self.outs, self.max_num_seqs, self.budget, self.graph_max = \
             n, isl, outs, max_num_seqs, budget, graph_max
-        self.free = math.inf if not kv_tokens else int(kv_tokens // BLOCK)
+        self.groups = groups
+        # the pool: kv_tokens is what vLLM logs, the blocks over the groups (num_blocks // groups x block size)
+        self.free = math.inf if not kv_tokens else int(kv_tokens // BLOCK) * len(groups)
         self.freed, self.taken = (0 if self.free == math.inf else self.free), 0
         self.computed = [0] * n  # tokens whose KV is in the cache
         self.generated = [0] * n
@@ -116,6 +154,11 @@ class _Engine:
         self.preemptions += 1
         return victim
 
+    def _blocks_for(self, tokens: int) -> int:
+        """Blocks a request of `tokens` computed tokens holds over every group."""
+        full = -(-tokens // BLOCK)
+        return sum(full if cap == 0 else min(full, cap) for cap in self.groups)
+
     def _allocate(self, r: int, want: int) -> None:
         self.free -= want
         self.taken += want
@@ -127,7 +170,7 @@ class _Engine:
         while i < len(self.running) and tokens_left > 0:
             r = self.running[i]
             need = max(min(self.isl + self.generated[r] - self.computed[r], tokens_left), 1)
-            want = -(-(self.computed[r] + need) // BLOCK) - self.blocks[r]
+            want = self._blocks_for(self.computed[r] + need) - self.blocks[r]
             while want > self.free and self.running:
                 preempted = True
                 if self._preempt() == r:
@@ -147,9 +190,10 @@ class _Engine:
             hit = 0
             if r in self.cached_at:  # a preempted request: the prefix cache hits its blocks not yet reused
                 end, full = self.cached_at[r]
-                hit = max(0, min(full, end - self.taken, (self.isl + self.generated[r] - 1) // BLOCK))
+                hit = max(0, min(full, (end - self.taken) // len(self.groups),
+                                 (self.isl + self.generated[r] - 1) // BLOCK))
             need = min(self.isl + self.generated[r] - hit * BLOCK, tokens_left)
-            want = -(-(hit * BLOCK + need) // BLOCK)  # the cached blocks and the new ones, all or none
+            want = self._blocks_for(hit * BLOCK + need)  # the cached blocks and the new ones, all or none
             if want > self.free:
                 break
             self.cached_at.pop(r, None)
@@ -219,10 +263,10 @@ def _segments(rows: list[tuple[int, float, int, float, bool]]) -> tuple:
 
 @lru_cache(maxsize=512)
 def replay(n: int, isl: int, osl: float, variable: bool, max_num_seqs: int, budget: int, kv_tokens: float | None,
-           concurrency: int | None, graph_max: int) -> Trace:
-    """Replay n requests of isl prompt tokens and osl mean output tokens on one engine."""
+           concurrency: int | None, graph_max: int, groups: tuple[int, ...] = (0,)) -> Trace:
+    """Replay n requests of isl prompt tokens and osl mean output tokens on one engine (groups: kv_groups)."""
     e = _Engine(n, isl, output_lengths(n, osl, variable, isl), max_num_seqs, budget, kv_tokens, concurrency,
-                graph_max)
+                graph_max, groups)
     e.release(e.limit)
     max_steps = 50 * (n * (isl + osl) // max(1, budget) + n * osl + 10)
     while e.done < n and e.step < max_steps:

@@ -183,6 +183,128 @@ def test_replayed_burst_runs_max_num_seqs_and_keeps_the_step_budget():
     assert any(c.prefill > 0 and c.decodes > 0 for c in classes)
 
 
+def test_chat_output_lengths_are_sent_mixed_as_the_benchmark_samples_them():
+    """A chat dataset's exponential output lengths keep their mean and cap, but come in a mixed order (the
+    benchmark samples ShareGPT at random): any max_num_seqs requests sent together hold short and long outputs
+    alike. Sent shortest first, the first batch admitted finished at once and churned prefills, and the longest
+    were left to a drain at a small batch."""
+    import statistics
+
+    from configurator.speed.schedule import output_lengths
+    outs = output_lengths(1000, 200.0, True, isl=220)
+    assert abs(statistics.fmean(outs) - 200) < 1 and max(outs) <= 2048 - 220
+    assert sorted(outs) == sorted(output_lengths(1000, 200.0, True, isl=220))  # deterministic
+    for start in range(0, 1000 - 256, 64):
+        window = outs[start:start + 256]
+        assert 150 < statistics.fmean(window) < 250, start  # each batch's mean near the whole's
+        assert min(window) < 20 and max(window) > 600, start
+    assert output_lengths(10, 200.0, False) == [200] * 10
+
+
+@pytest.mark.parametrize("model,has_fp8,dense,experts", [
+    ("Qwen/Qwen3-14B-AWQ", True, True, False),  # W4A16 everywhere
+    ("Qwen/Qwen3-14B-FP8", False, True, False),  # FP8 weights on a GPU without FP8 tensor cores: W8A16
+    ("Qwen/Qwen3-14B-FP8", True, False, False),  # W8A8 on FP8 tensor cores: nothing to unpack
+    ("Qwen/Qwen3-14B", False, False, False),
+    ("openai/gpt-oss-120b", True, False, True),  # MXFP4 experts, 16-bit attention
+])
+def test_which_gemms_dequantize_their_weights(model, has_fp8, dense, experts):
+    g = geometry(resolve_model(model, allow_hub=False), gpu_has_fp8=has_fp8)
+    assert (g.dequant_dense, g.dequant_experts) == (dense, experts)
+
+
+def test_a_dequantizing_gemm_is_slower_only_where_the_step_is_compute_bound():
+    """eta_wq slows a weight-only checkpoint's GEMMs: a large batch (compute-bound) takes longer, a single
+    decode (bound by reading the weights) does not."""
+    from configurator.speed.model import Layout, Params, step_time
+    g = geometry(resolve_model("Qwen/Qwen3-14B-AWQ", allow_hub=False))
+    gpu = gpu_speed("a100-80gb")
+    full, slow = Params(eta_wq=1.0), Params(eta_wq=0.5)
+    big = dict(decodes=256, ctx=500, prefill=1500, prefill_ctx=800)
+    assert step_time(g, gpu, Layout(), slow, **big)[0] > 1.2 * step_time(g, gpu, Layout(), full, **big)[0]
+    one = dict(decodes=1, ctx=500)
+    assert step_time(g, gpu, Layout(), slow, **one)[0] == pytest.approx(step_time(g, gpu, Layout(), full, **one)[0])
+
+
+def test_the_lm_head_multiplies_one_row_per_request_not_every_prompt_token():
+    """vLLM computes logits for the rows it samples (hidden_states[logits_indices]): a 4,096-token prefill pays
+    the lm_head once, 4,096 decodes pay it 4,096 times. Qwen3-0.6B's tied 151,936 x 1,024 head is a quarter of
+    what a token multiplies: counted per prompt token it would add a third to its prefill's GEMMs."""
+    from configurator.speed.model import Layout, Params, step_time
+    g = geometry(resolve_model("Qwen/Qwen3-0.6B", allow_hub=False))
+    assert g.head_params == pytest.approx(151_936 * 1_024)
+    assert g.head_params > 0.2 * g.active_params
+    headless = dataclasses.replace(g, head_params=0.0, active_params=g.active_params - g.head_params)
+    gpu, lay, p = gpu_speed("h100-80gb"), Layout(), Params(t0=0.0, t_seq=0.0)
+
+    def ratio(**step):
+        return step_time(g, gpu, lay, p, **step)[0] / step_time(headless, gpu, lay, p, **step)[0]
+    assert ratio(decodes=0, ctx=0, prefill=4096, prefill_ctx=2048) < 1.01
+    assert ratio(decodes=4096, ctx=64) > 1.08
+
+
+def test_expert_parallel_in_one_engine_runs_the_fused_kernel_over_every_pair():
+    """EP inside one engine (dp 1) keeps every token on every rank: the fused-MoE kernel walks all (token,
+    expert) pairs and writes zeros for the other ranks' experts, so a rank's activation traffic is all pairs at
+    the whole expert width. Across DP engines the all-to-all hands a rank its share of everyone's pairs."""
+    from configurator.speed.model import Layout, Params, step_time
+    model = resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507", allow_hub=False)
+    gpu, p = gpu_speed("h100-80gb"), Params()
+    bw = p.eta_bw * gpu.hbm_gbs * 1e9
+    for lay, share in ((Layout(tp=8, ep=True), 1.0), (Layout(tp=4, dp=2, ep=True), 2 / 8)):
+        g = geometry(model, tp=lay.tp, ep_size=lay.tp * lay.dp)
+        assert g.expert_width == 1536  # whole experts on a rank
+        extra = (step_time(g, gpu, lay, p, decodes=256, ctx=512)[0]
+                 - step_time(dataclasses.replace(g, act_bytes_pair=0.0), gpu, lay, p, decodes=256, ctx=512)[0])
+        assert extra == pytest.approx(256 * g.top_k * share * g.act_bytes_pair / bw, rel=1e-6), lay
+
+
+def test_a_tensor_parallel_slice_of_an_expert_computes_slower_than_a_whole_expert():
+    """moe_w_half: Qwen3-235B-A22B's 1,536-wide experts sliced over TP8 are 192 wide, narrow GEMMs whose
+    compute-bound steps slow down; whole experts (EP) much less; a single decode, bound by the weight reads,
+    not at all. ep_imbalance slows only the expert-parallel layout's expert GEMMs."""
+    from configurator.speed.model import Layout, Params, step_time
+    model = resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507", allow_hub=False)
+    tp, ep = geometry(model, tp=8), geometry(model, tp=8, ep_size=8)
+    assert tp.expert_width == 1536 / 8
+    gpu, big = gpu_speed("a100-80gb"), dict(decodes=0, ctx=0, prefill=8192, prefill_ctx=4096)
+    flat, narrow = Params(moe_w_half=0.0), Params(moe_w_half=256.0)
+
+    def slowdown(g, lay, **step):
+        return step_time(g, gpu, lay, narrow, **step)[0] / step_time(g, gpu, lay, flat, **step)[0]
+    assert slowdown(tp, Layout(tp=8), **big) > 1.3
+    assert 1.0 < slowdown(ep, Layout(tp=8, ep=True), **big) < slowdown(tp, Layout(tp=8), **big)
+    assert slowdown(tp, Layout(tp=8), decodes=1, ctx=512) == pytest.approx(1.0)
+    skew = Params(ep_imbalance=1.0)
+    assert step_time(ep, gpu, Layout(tp=8, ep=True), skew, **big)[0] > 1.2 * step_time(
+        ep, gpu, Layout(tp=8, ep=True), Params(), **big)[0]
+    assert step_time(tp, gpu, Layout(tp=8), skew, **big)[0] == step_time(tp, gpu, Layout(tp=8), Params(), **big)[0]
+
+
+def test_a_sliding_window_group_holds_its_window_not_the_whole_request():
+    """A hybrid pool (gpt-oss: half the layers slide over 128 tokens) counts blocks over its groups as vLLM
+    does: the full-attention group grows with the request, the window group stops at its window plus the tokens
+    in flight. Long prompts then fit more requests than counting every layer as full attention would."""
+    from configurator.estimate import EstimateRequest, estimate
+    from configurator.record import to_json
+    from configurator.speed.schedule import BLOCK, kv_groups, replay
+
+    est = json.loads(to_json(estimate(EstimateRequest(model="openai/gpt-oss-120b", gpu="h100-80gb",
+                                                      vllm_version="0.11.0"))))
+    groups = kv_groups(est["kv_cache"])
+    in_flight = est["kv_cache"]["in_flight_tokens"]
+    assert sorted(groups) == [0, -(-(128 - 1 + in_flight) // BLOCK) + 1]
+    assert kv_groups({"groups": []}) == (0,) and kv_groups(None) == (0,)
+    kv = 60_000
+    flat = replay(200, 16_000, 50.0, False, 256, 8192, kv, None, 512)
+    hybrid = replay(200, 16_000, 50.0, False, 256, 8192, kv, None, 512, groups)
+    assert hybrid.peak_running > flat.peak_running
+    # a request shorter than the window's blocks holds as many blocks in each group: no change
+    short_flat = replay(50, 200, 20.0, False, 256, 8192, kv, None, 512)
+    short_hybrid = replay(50, 200, 20.0, False, 256, 8192, kv, None, 512, (600, 0))
+    assert short_flat.peak_running == short_hybrid.peak_running
+
+
 def test_a_kv_capped_burst_preempts_and_recomputes():
     """Prompts are admitted while their blocks fit, then the growing outputs overflow the pool: vLLM preempts the
     newest request and recomputes it (vllm/v1/core/sched/scheduler.py), so fewer run than the prompts suggest."""
