@@ -10,7 +10,7 @@ from configurator.estimate.loadable import block_shape_refusal
 from configurator.plan.context import Context
 from configurator.plan.remedies import FP8_QUALITY, remedies
 from configurator.plan.search import Candidate, carries, evaluate, less_headroom, share, with_headroom
-from configurator.plan.speed import binding, has_targets, meets, speed_line
+from configurator.plan.speed import DP_MARGIN, binding, has_targets, meets, speed_line
 from configurator.plan_result import Alternative, Capacity, LayoutOption, PlanResult, Reason
 from configurator.units import format_gib
 from configurator.vllm.serve import serve_args, serve_command
@@ -159,6 +159,11 @@ def layout_reasons(ctx: Context, final: Candidate, options: list[LayoutOption]) 
         else:
             why += "the widest tensor parallelism within a node that divides the heads"
         others = [_option_text(o) for o in options if not o.chosen and o.starts]
+        mine = next((o.speed for o in options if o.chosen and o.speed), None)
+        if mine and any(o.data_parallel_size > 1 and o.speed and o.carries and not o.chosen and
+                        o.speed["output_tok_s_per_gpu"] > mine["output_tok_s_per_gpu"] for o in options):
+            others.append(f"data-parallel attention is taken only when predicted {DP_MARGIN - 1:.0%} faster per "
+                          "GPU: no published run the speed model was fitted on has dp > 1")
         idle = [o.layout for o in options if not o.starts]
         if idle:
             others.append("not starting: " + ", ".join(idle))

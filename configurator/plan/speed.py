@@ -39,6 +39,12 @@ def candidate_speed(model: ModelSpec, gpu: GPU, req: PlanRequest, c: Candidate) 
             "gpu_figures": d["gpu_figures"]}
 
 
+# data-parallel attention must be predicted this much faster per GPU to be chosen over an engine without it: the
+# speed model's benchmark set (data/benchmarks) holds no run with dp > 1, so a smaller gain is the model's
+# guess, not a difference it has seen between GPUs
+DP_MARGIN = 1.05
+
+
 def has_targets(w: Workload) -> bool:
     return bool(w.ttft_ms or w.tpot_ms)
 
