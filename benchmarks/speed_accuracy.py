@@ -4,8 +4,9 @@
 
 1. Each point's KV cache size comes from the project's own estimate (its model, GPU, layout and flags), its
    geometry from resolve_model / count_params; nothing is keyed on a model name.
-2. Three efficiency figures (eta_bw, eta_f, t0) are fitted on the train split (the median absolute log error
-   of output throughput and TPOT, coordinate search on a grid).
+2. The Params figures in GRID (efficiencies, fixed costs, the experts' width and expert-parallel imbalance
+   terms; eta_wq held at 1.0) are fitted on the train split (the median absolute log error of output
+   throughput and TPOT per GPU class, coordinate search on a grid from the STARTS; the best in-sample result).
 3. Leave-one-source-out cross-validation on the train split: each source's points predicted by figures fitted
    without that source (the folds are fitted in --jobs processes; closed loads replay vLLM's scheduler once,
    configurator/speed/schedule.py, before the workers fork).
