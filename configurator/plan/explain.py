@@ -160,8 +160,12 @@ def layout_reasons(ctx: Context, final: Candidate, options: list[LayoutOption]) 
             why += "the widest tensor parallelism within a node that divides the heads"
         others = [_option_text(o) for o in options if not o.chosen and o.starts]
         mine = next((o.speed for o in options if o.chosen and o.speed), None)
-        if mine and any(o.data_parallel_size > 1 and o.speed and o.carries and not o.chosen and
-                        o.speed["output_tok_s_per_gpu"] > mine["output_tok_s_per_gpu"] for o in options):
+        # the note only where the margin decided: a data-parallel layout that carries the workload, meets its
+        # targets and is predicted faster per GPU, but by less than DP_MARGIN
+        if mine and any(o.data_parallel_size > 1 and o.speed and o.carries and not o.chosen
+                        and (not has_targets(ctx.w) or meets(o.speed, ctx.w))
+                        and mine["output_tok_s_per_gpu"] < o.speed["output_tok_s_per_gpu"]
+                        <= DP_MARGIN * mine["output_tok_s_per_gpu"] for o in options):
             others.append(f"data-parallel attention is taken only when predicted {DP_MARGIN - 1:.0%} faster per "
                           "GPU: no published run the speed model was fitted on has dp > 1")
         idle = [o.layout for o in options if not o.starts]

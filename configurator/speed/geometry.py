@@ -66,7 +66,8 @@ class Geometry:
     expert_width: float = 0.0
     # the lm_head's parameters on one rank (vocab-parallel over tp), part of active_params: vLLM multiplies it only
     # for the rows it samples, one per scheduled request (gpu_model_runner: hidden_states[logits_indices] into
-    # compute_logits), not for every prompt token of a prefill
+    # compute_logits), not for every prompt token of a prefill (speed.model.step_time counts a step's prefills
+    # as one request)
     head_params: float = 0.0
 
     def kv_read_bytes(self, ctx: float) -> float:

@@ -152,12 +152,16 @@ def step_time(g: Geometry, gpu: GPUSpeed, lay: Layout, p: Params, *, decodes: fl
     # all-experts tokens: with EP the experts see every DP engine's tokens
     moe_tokens = tokens * (lay.dp if lay.ep else 1)
     w_bytes = g.dense_bytes + g.expert_bytes * g.experts_touched(moe_tokens)
-    # the lm_head multiplies one row per decode token and one per prefilling request (its last prompt token)
+    # the lm_head multiplies one row per decode token and one per prefilling request (its chunk's last token);
+    # a step's prefill is counted as one request (several short prompts in one step are a rounding error here)
     rows = decodes * per_dec + (1.0 if prefill > 0 else 0.0)
     dense_flops = 2.0 * ((g.active_params - g.expert_active_params - g.head_params) * tokens + g.head_params * rows) / (
         flops * (p.eta_wq if g.dequant_dense else 1.0))
     eta_moe = p.eta_moe * (g.expert_width / (g.expert_width + p.moe_w_half) if g.expert_width else 1.0)
-    moe_flops = (2.0 * g.expert_active_params * tokens * (1.0 + p.ep_imbalance if lay.ep else 1.0)
+    # expert_active_params is a rank's share of a token's expert work; with EP across DP engines the rank serves
+    # every engine's tokens (moe_tokens)
+    ep_ranks = lay.tp * lay.dp if lay.ep else 1
+    moe_flops = (2.0 * g.expert_active_params * moe_tokens * (1.0 + p.ep_imbalance if ep_ranks > 1 else 1.0)
                  / (flops * eta_moe * (p.eta_wq if g.dequant_experts else 1.0)))
     gemm = max(w_bytes / bw, dense_flops + moe_flops)
     # activations the elementwise kernels between the GEMMs move, not overlapped with them: the two fused

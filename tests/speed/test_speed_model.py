@@ -193,7 +193,7 @@ def test_chat_output_lengths_are_sent_mixed_as_the_benchmark_samples_them():
     from configurator.speed.schedule import output_lengths
     outs = output_lengths(1000, 200.0, True, isl=220)
     assert abs(statistics.fmean(outs) - 200) < 1 and max(outs) <= 2048 - 220
-    assert sorted(outs) == sorted(output_lengths(1000, 200.0, True, isl=220))  # deterministic
+    assert outs == output_lengths(1000, 200.0, True, isl=220)  # deterministic, order included
     for start in range(0, 1000 - 256, 64):
         window = outs[start:start + 256]
         assert 150 < statistics.fmean(window) < 250, start  # each batch's mean near the whole's
@@ -257,6 +257,26 @@ def test_expert_parallel_in_one_engine_runs_the_fused_kernel_over_every_pair():
         extra = (step_time(g, gpu, lay, p, decodes=256, ctx=512)[0]
                  - step_time(dataclasses.replace(g, act_bytes_pair=0.0), gpu, lay, p, decodes=256, ctx=512)[0])
         assert extra == pytest.approx(256 * g.top_k * share * g.act_bytes_pair / bw, rel=1e-6), lay
+
+
+def test_expert_parallel_across_dp_engines_serves_every_engines_tokens():
+    """DP 8 + EP: each rank holds 1/8 of the experts and multiplies the pairs all eight engines route to them, as
+    many as a TP 8 + EP rank that runs all the tokens in one engine. One GPU with the flag has no rank to wait
+    for: no imbalance."""
+    from configurator.speed.model import Layout, Params, step_time
+    model = resolve_model("Qwen/Qwen3-235B-A22B-Instruct-2507", allow_hub=False)
+    gpu, p = gpu_speed("h100-80gb"), Params(eta_bw=1e6, ep_imbalance=1.0)  # compute only: no byte term binds
+
+    def expert_time(lay, g, tokens):
+        step = dict(decodes=0, ctx=0, prefill=tokens, prefill_ctx=0)
+        no_experts = dataclasses.replace(g, expert_active_params=0.0, active_params=g.active_params
+                                         - g.expert_active_params)
+        return step_time(g, gpu, lay, p, **step)[0] - step_time(no_experts, gpu, lay, p, **step)[0]
+    dp, tp = Layout(tp=1, dp=8, ep=True), Layout(tp=8, ep=True)
+    assert expert_time(dp, geometry(model, tp=1, ep_size=8), 1024) == pytest.approx(
+        expert_time(tp, geometry(model, tp=8, ep_size=8), 8192), rel=1e-6)
+    one = geometry(resolve_model("Qwen/Qwen3-30B-A3B", allow_hub=False))
+    assert expert_time(Layout(ep=True), one, 4096) == pytest.approx(expert_time(Layout(), one, 4096), rel=1e-9)
 
 
 def test_a_tensor_parallel_slice_of_an_expert_computes_slower_than_a_whole_expert():
