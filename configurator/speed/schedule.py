@@ -15,6 +15,9 @@ The rules replayed (vllm/v1/core/sched/scheduler.py, Scheduler.schedule, v0.10-0
 - only when nothing was preempted in the step, waiting requests are admitted while fewer than max_num_seqs run,
   budget is left and their (chunk of) prompt gets blocks;
 - a request whose prefill completes in a step samples its next token in that step.
+- in a hybrid pool (kv_groups) a request's blocks are counted in every group; a sliding-window group frees, before
+  each allocation, the blocks that fell out of the window (SingleTypeKVCacheManager.remove_skipped_blocks), so a
+  request holds there its window and the tokens of its step.
 A request's TPOT as `vllm bench serve` reports it is (e2e - ttft) / (output_tokens - 1): a preempted request's
 wait and recompute after its first token count in it.
 """
@@ -60,15 +63,15 @@ GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
 def kv_groups(kv_cache: dict | None) -> tuple[int, ...]:
-    """The KV cache groups of an estimate's kv_cache (EstimateResult.kv_cache as a dict), as the most blocks a
-    request holds in each: 0 where it grows with the request (full attention), the window and the tokens in
-    flight (vLLM's SlidingWindowManager keeps cdiv(window - 1 + in flight, block) + 1), 1 for a fixed state
-    (Mamba / linear attention). (0,) when the estimate has no groups: one full-attention pool."""
+    """The KV cache groups of an estimate's kv_cache (EstimateResult.kv_cache as a dict), one number each: 0
+    where a request's blocks grow with it (full attention), -window for a sliding window of that many tokens,
+    1 for a fixed state (Mamba / linear attention: one block). (0,) when the estimate has no groups: one
+    full-attention pool."""
     out = []
     for g in (kv_cache or {}).get("groups") or ():
         window = int(g.get("window_tokens") or 0)
         if window:
-            out.append(-(-(window - 1 + int(kv_cache.get("in_flight_tokens") or 0)) // BLOCK) + 1)
+            out.append(-window)
         elif "mamba" in str(g.get("kind", "")).lower():
             out.append(1)
         else:
@@ -76,10 +79,23 @@ def kv_groups(kv_cache: dict | None) -> tuple[int, ...]:
     return tuple(out) or (0,)
 
 
-def group_blocks(groups: tuple[int, ...], tokens: float) -> float:
-    """Blocks a request of `tokens` tokens holds over every group (continuous: tokens / BLOCK a group)."""
+def group_cap(group: int, scheduled: float) -> float:
+    """The most blocks a request holds in a group while `scheduled` of its tokens run in a step: none for full
+    attention; for a sliding window, the blocks that cover the window before the new tokens and the new tokens
+    (vLLM's SlidingWindowManager.remove_skipped_blocks frees the blocks that fell out of the window before each
+    allocation: cdiv(window - 1 + scheduled, block) + 1); a fixed state's blocks."""
+    if group == 0:
+        return math.inf
+    if group > 0:
+        return group
+    return -(-(-group - 1 + scheduled) // BLOCK) + 1
+
+
+def group_blocks(groups: tuple[int, ...], tokens: float, scheduled: float = 1.0) -> float:
+    """Blocks a request of `tokens` tokens holds over every group (continuous: tokens / BLOCK a group), while
+    `scheduled` of its tokens run (1: decoding)."""
     per = tokens / BLOCK
-    return sum(per if cap == 0 else min(per, cap) for cap in groups)
+    return sum(min(per, group_cap(g, scheduled)) for g in groups)
 
 
 def output_lengths(n: int, mean: float, variable: bool, isl: int = 0) -> list[int]:
@@ -154,15 +170,20 @@ class _Engine:
         self.preemptions += 1
         return victim
 
-    def _blocks_for(self, tokens: int) -> int:
-        """Blocks a request of `tokens` computed tokens holds over every group."""
+    def _blocks_for(self, tokens: int, scheduled: int) -> int:
+        """Blocks a request holds over every group once `tokens` of its tokens are computed, `scheduled` of them
+        in this step."""
         full = -(-tokens // BLOCK)
-        return sum(full if cap == 0 else min(full, cap) for cap in self.groups)
+        return sum(int(min(full, group_cap(g, scheduled))) for g in self.groups)
 
     def _allocate(self, r: int, want: int) -> None:
+        """`want` more blocks for request r; fewer than none frees the blocks its windows left behind."""
         self.free -= want
-        self.taken += want
         self.blocks[r] += want
+        if want > 0:
+            self.taken += want
+        else:
+            self.freed -= want
 
     def schedule_running(self, sched: list[tuple[int, int]]) -> tuple[int, bool]:
         """The running requests first, in order: (the token budget left, whether one was preempted)."""
@@ -170,14 +191,14 @@ class _Engine:
         while i < len(self.running) and tokens_left > 0:
             r = self.running[i]
             need = max(min(self.isl + self.generated[r] - self.computed[r], tokens_left), 1)
-            want = self._blocks_for(self.computed[r] + need) - self.blocks[r]
+            want = self._blocks_for(self.computed[r] + need, need) - self.blocks[r]
             while want > self.free and self.running:
                 preempted = True
                 if self._preempt() == r:
                     break
             if r not in self.running[i:i + 1]:
                 break
-            self._allocate(r, max(want, 0))
+            self._allocate(r, want)
             sched.append((r, need))
             tokens_left -= need
             i += 1
@@ -193,7 +214,7 @@ class _Engine:
                 hit = max(0, min(full, (end - self.taken) // len(self.groups),
                                  (self.isl + self.generated[r] - 1) // BLOCK))
             need = min(self.isl + self.generated[r] - hit * BLOCK, tokens_left)
-            want = self._blocks_for(hit * BLOCK + need)  # the cached blocks and the new ones, all or none
+            want = self._blocks_for(hit * BLOCK + need, need)  # the cached blocks and the new ones, all or none
             if want > self.free:
                 break
             self.cached_at.pop(r, None)

@@ -303,22 +303,28 @@ def test_a_tensor_parallel_slice_of_an_expert_computes_slower_than_a_whole_exper
 
 def test_a_sliding_window_group_holds_its_window_not_the_whole_request():
     """A hybrid pool (gpt-oss: half the layers slide over 128 tokens) counts blocks over its groups as vLLM
-    does: the full-attention group grows with the request, the window group stops at its window plus the tokens
-    in flight. Long prompts then fit more requests than counting every layer as full attention would."""
+    does: the full-attention group grows with the request, the window group holds its window and the tokens of
+    the step (vLLM frees the blocks that fall out of the window). Long prompts then fit more requests than
+    counting every layer as full attention would."""
     from configurator.estimate import EstimateRequest, estimate
     from configurator.record import to_json
-    from configurator.speed.schedule import BLOCK, kv_groups, replay
+    from configurator.speed.schedule import BLOCK, group_cap, kv_groups, replay
 
     est = json.loads(to_json(estimate(EstimateRequest(model="openai/gpt-oss-120b", gpu="h100-80gb",
                                                       vllm_version="0.11.0"))))
     groups = kv_groups(est["kv_cache"])
-    in_flight = est["kv_cache"]["in_flight_tokens"]
-    assert sorted(groups) == [0, -(-(128 - 1 + in_flight) // BLOCK) + 1]
+    assert sorted(groups) == [-128, 0]
+    assert group_cap(-128, 1) == 128 // BLOCK + 1 and group_cap(-128, 2048) == -(-(127 + 2048) // BLOCK) + 1
     assert kv_groups({"groups": []}) == (0,) and kv_groups(None) == (0,)
     kv = 60_000
     flat = replay(200, 16_000, 50.0, False, 256, 8192, kv, None, 512)
     hybrid = replay(200, 16_000, 50.0, False, 256, 8192, kv, None, 512, groups)
     assert hybrid.peak_running > flat.peak_running
+    # decoding, a request holds its window's blocks, not the window and a prefill chunk: 2,000-token prompts in
+    # a pool of 2,000 x 40 / 16 blocks run about twice the requests counting every layer as full would
+    long_flat = replay(200, 2000, 400.0, False, 256, 8192, 80_000, None, 512)
+    long_hybrid = replay(200, 2000, 400.0, False, 256, 8192, 80_000, None, 512, (-128, 0))
+    assert long_hybrid.peak_running > 1.6 * long_flat.peak_running
     # a request shorter than the window's blocks holds as many blocks in each group: no change
     short_flat = replay(50, 200, 20.0, False, 256, 8192, kv, None, 512)
     short_hybrid = replay(50, 200, 20.0, False, 256, 8192, kv, None, 512, (600, 0))
