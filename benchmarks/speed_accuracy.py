@@ -5,8 +5,9 @@
 1. Each point's KV cache size comes from the project's own estimate (its model, GPU, layout and flags), its
    geometry from resolve_model / count_params; nothing is keyed on a model name.
 2. The Params figures in GRID (efficiencies, fixed costs, the experts' width and expert-parallel imbalance
-   terms; eta_wq held at 1.0) are fitted on the train split (the median absolute log error of output
-   throughput and TPOT per GPU class, coordinate search on a grid from the STARTS; the best in-sample result).
+   terms; eta_wq is not in it: held at its default 1.0) are fitted on the train split (the median absolute
+   log error of output throughput and TPOT per GPU class, coordinate search on a grid from the STARTS; the best
+   in-sample result).
 3. Leave-one-source-out cross-validation on the train split: each source's points predicted by figures fitted
    without that source (the folds are fitted in --jobs processes; closed loads replay vLLM's scheduler once,
    configurator/speed/schedule.py, before the workers fork).
@@ -28,7 +29,7 @@ import statistics
 import sys
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -55,7 +56,7 @@ GRID = {"eta_bw": [0.35 + 0.05 * i for i in range(13)], "eta_f": [0.15 + 0.05 * 
         "t_layer": [0.0, 5e-6, 10e-6, 20e-6, 30e-6, 50e-6],
         "t_moe_layer": [0.0, 10e-6, 25e-6, 50e-6, 75e-6, 100e-6, 150e-6, 200e-6],
         "t_eager_layer": [0.0, 25e-6, 50e-6, 100e-6, 150e-6, 200e-6, 300e-6, 400e-6],
-        "eta_wq": [1.0], "moe_w_half": [128.0, 256.0, 512.0, 1024.0],
+        "moe_w_half": [128.0, 256.0, 512.0, 1024.0],
         "ep_imbalance": [0.0, 0.25, 0.5, 1.0, 1.5, 2.0]}
 
 
@@ -103,7 +104,7 @@ def build_case(p: dict) -> Case | None:
     est = estimate(req)
     ef = est.flags
     kv_tokens = float(est.kv_cache.tokens) if est.kv_cache and est.kv_cache.tokens else None
-    groups = kv_groups(asdict(est.kv_cache)) if est.kv_cache else (0,)
+    groups = kv_groups(est.kv_cache)
     if kv_tokens is None and est.kv_cache and est.kv_cache.bytes_per_token and (est.kv_cache_bytes_high or 0) > 0:
         # the estimate refuses a deployment the source ran: its KV cache lay between 0 and the band's high end;
         # the middle of that (the cache sizes the replayed scheduler admits and preempts by), in the tokens vLLM
@@ -142,10 +143,10 @@ def class_errors(cases: list[Case], params: Params, metrics=("output_tok_s", "tp
 
 
 STARTS = ({"eta_bw": 0.75, "eta_f": 0.4, "eta_f_ampere": 0.6, "t0": 0.001, "t_seq": 1e-5, "eta_moe": 0.4,
-           "t_layer": 5e-6, "t_moe_layer": 75e-6, "t_eager_layer": 0.0, "eta_wq": 1.0, "moe_w_half": 128.0,
+           "t_layer": 5e-6, "t_moe_layer": 75e-6, "t_eager_layer": 0.0, "moe_w_half": 128.0,
            "ep_imbalance": 0.0},
           {"eta_bw": 0.8, "eta_f": 0.55, "eta_f_ampere": 0.7, "t0": 0.0015, "t_seq": 1e-5, "eta_moe": 0.5,
-           "t_layer": 0.0, "t_moe_layer": 50e-6, "t_eager_layer": 0.0, "eta_wq": 1.0, "moe_w_half": 256.0,
+           "t_layer": 0.0, "t_moe_layer": 50e-6, "t_eager_layer": 0.0, "moe_w_half": 256.0,
            "ep_imbalance": 1.0},)
 
 

@@ -10,7 +10,7 @@ from configurator.estimate.loadable import block_shape_refusal
 from configurator.plan.context import Context
 from configurator.plan.remedies import FP8_QUALITY, remedies
 from configurator.plan.search import Candidate, carries, evaluate, less_headroom, share, with_headroom
-from configurator.plan.speed import DP_MARGIN, binding, has_targets, meets, speed_line
+from configurator.plan.speed import DP_MARGIN, binding, has_targets, meets, per_gpu_for_choice, speed_line
 from configurator.plan_result import Alternative, Capacity, LayoutOption, PlanResult, Reason
 from configurator.units import format_gib
 from configurator.vllm.serve import serve_args, serve_command
@@ -164,8 +164,8 @@ def layout_reasons(ctx: Context, final: Candidate, options: list[LayoutOption]) 
         # targets and is predicted faster per GPU, but by less than DP_MARGIN
         if mine and any(o.data_parallel_size > 1 and o.speed and o.carries and not o.chosen
                         and (not has_targets(ctx.w) or meets(o.speed, ctx.w))
-                        and mine["output_tok_s_per_gpu"] < o.speed["output_tok_s_per_gpu"]
-                        <= DP_MARGIN * mine["output_tok_s_per_gpu"] for o in options):
+                        and per_gpu_for_choice(o.speed, o.data_parallel_size) <= mine["output_tok_s_per_gpu"]
+                        < o.speed["output_tok_s_per_gpu"] for o in options):
             others.append(f"data-parallel attention is taken only when predicted {DP_MARGIN - 1:.0%} faster per "
                           "GPU: no published run the speed model was fitted on has dp > 1")
         idle = [o.layout for o in options if not o.starts]

@@ -28,7 +28,7 @@ from configurator.plan.search import (
     share,
     with_headroom,
 )
-from configurator.plan.speed import DP_MARGIN, has_targets, meets, speed_line, target_ratio
+from configurator.plan.speed import has_targets, meets, per_gpu_for_choice, speed_line, target_ratio
 from configurator.plan_result import PlanResult
 from configurator.vllm.defaults import batch_defaults, derived_max_model_len
 from configurator.vllm.versions import behaviour
@@ -166,8 +166,8 @@ def _search(ctx: Context) -> tuple[list[Candidate], list[Candidate]]:
 def _choose(ctx: Context, carrying: list[Candidate]) -> Candidate:
     """Engines within a node before engines across nodes (those in preference order: tensor parallelism within
     a node, pipeline stages across); then the targets met (else the least missed), then the most output
-    throughput per GPU (data-parallel attention only DP_MARGIN ahead), replicas where they are as fast per GPU
-    (within 1%); without a speed prediction, the first in preference order."""
+    throughput per GPU (data-parallel attention only DP_MARGIN ahead: plan.speed.per_gpu_for_choice), replicas
+    where they are as fast per GPU (within 1%); without a speed prediction, the first in preference order."""
     node = [c for c in carrying if within_node(c.lay, ctx.req.gpus_per_node)]
     w = ctx.w
     if not node:  # engines across nodes: tensor parallelism within a node, pipeline stages across (vLLM's advice)
@@ -180,13 +180,9 @@ def _choose(ctx: Context, carrying: list[Candidate]) -> Candidate:
         if not met:
             return min(node, key=lambda c: target_ratio(ctx.speed(c), w))
         node = met
-    best = max(_per_gpu(ctx, c) for c in node)
-    return max(node, key=lambda c: (round(_per_gpu(ctx, c) / best, 2), c.lay.replicas))
-
-
-def _per_gpu(ctx: Context, c: Candidate) -> float:
-    v = ctx.speed(c)["output_tok_s_per_gpu"]  # type: ignore[index]
-    return v / DP_MARGIN if c.lay.dp > 1 else v
+    per_gpu = {id(c): per_gpu_for_choice(ctx.speed(c), c.lay.dp) for c in node}  # type: ignore[arg-type]
+    best = max(per_gpu.values())
+    return max(node, key=lambda c: (round(per_gpu[id(c)] / best, 2), c.lay.replicas))
 
 
 def solve(req: PlanRequest, *, with_remedies: bool) -> PlanResult:

@@ -4,7 +4,6 @@ workload's TTFT / TPOT targets."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from typing import Any
 
 from configurator.hardware.catalog import GPU
@@ -28,7 +27,7 @@ def candidate_speed(model: ModelSpec, gpu: GPU, req: PlanRequest, c: Candidate) 
                        tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=bool(f.get("enable_expert_parallel")),
                        weight_dtype=None if model.quant.method else req.quantization, kv_cache_dtype=c.kv,
                        max_num_seqs=int(f["max_num_seqs"]), max_num_batched_tokens=int(f["max_num_batched_tokens"]),
-                       kv_tokens=c.result.kv_cache.tokens, kv_groups=kv_groups(asdict(c.result.kv_cache)))
+                       kv_tokens=c.result.kv_cache.tokens, kv_groups=kv_groups(c.result.kv_cache))
     if s is None:
         return None
     d = s.to_dict()
@@ -43,6 +42,12 @@ def candidate_speed(model: ModelSpec, gpu: GPU, req: PlanRequest, c: Candidate) 
 # speed model's benchmark set (data/benchmarks) holds no run with dp > 1, so a smaller gain is the model's
 # guess, not a difference it has seen between GPUs
 DP_MARGIN = 1.05
+
+
+def per_gpu_for_choice(speed: dict[str, Any], dp: int) -> float:
+    """Output tokens/s per GPU as the plan compares layouts: a data-parallel one's divided by DP_MARGIN."""
+    v = speed["output_tok_s_per_gpu"]
+    return v / DP_MARGIN if dp > 1 else v
 
 
 def has_targets(w: Workload) -> bool:

@@ -148,7 +148,7 @@ def geometry(model: ModelSpec, *, tp: int = 1, ep_size: int = 1, weight_dtype: s
     return Geometry(layers=model.num_hidden_layers, hidden=model.hidden_size, dense_bytes=dense_bytes,
                     expert_bytes=expert_bytes, num_experts=e, top_k=k, active_params=active,
                     expert_active_params=routed,
-                    moe_layers=sum(moe_layer(c, i) for i in range(model.num_hidden_layers)) if e else 0,
+                    moe_layers=moe_layers,
                     kv_bytes_per_token=full, window_kv=tuple(sorted(windows.items())), attn_width=width,
                     compute=compute, weight_note=note, act_bytes_token=act_token, act_bytes_pair=act_pair,
                     dequant_dense=narrow and lin_b < dt, dequant_experts=narrow and bool(e) and exp_b < dt,

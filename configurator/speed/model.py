@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 from configurator.speed.geometry import Geometry
 from configurator.speed.hardware import GPUSpeed
-from configurator.speed.schedule import group_blocks, replay
+from configurator.speed.schedule import BLOCK, group_blocks, replay
 
 # one all-reduce's fixed latency (s): vLLM's custom all-reduce over NVLink is a few microseconds per call,
 # NCCL over PCIe tens; the figures are typical of published nccl-tests small-message latencies
@@ -205,7 +205,7 @@ def predict(g: Geometry, gpu: GPUSpeed, lay: Layout, wl: Workload, *, max_num_se
     cap_seqs = float(max_num_seqs) * lay.pp  # vLLM schedules max_num_seqs per micro-batch
     # requests the pool holds: its blocks over every group (configurator/speed/schedule.py kv_groups) over a
     # request's; with one full-attention group, kv_tokens / tokens a request
-    cap_kv = kv_tokens * len(kv_groups) / (group_blocks(kv_groups, per_req_tokens) * 16) if kv_tokens else math.inf
+    cap_kv = kv_tokens * len(kv_groups) / (group_blocks(kv_groups, per_req_tokens) * BLOCK) if kv_tokens else math.inf
     # the step's token budget: in steady state R / O requests finish per step and as many new prompts of L
     # tokens must be prefilled, so R + R x L / O <= max_num_batched_tokens (vLLM V1 schedules decodes first and
     # fills the rest of the budget with prefill chunks: vllm/v1/core/sched/scheduler.py)

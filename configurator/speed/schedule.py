@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 BLOCK = 16  # vLLM's default block size (CacheConfig.block_size on CUDA)
 SEGMENTS = 8
@@ -62,18 +63,23 @@ class Trace:
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
-def kv_groups(kv_cache: dict | None) -> tuple[int, ...]:
-    """The KV cache groups of an estimate's kv_cache (EstimateResult.kv_cache as a dict), one number each: 0
-    where a request's blocks grow with it (full attention), -window for a sliding window of that many tokens,
-    1 for a fixed state (Mamba / linear attention: one block). (0,) when the estimate has no groups: one
-    full-attention pool."""
+def _field(record: Any, name: str) -> Any:
+    """A field of an estimate's record (a dataclass) or of its JSON (a dict)."""
+    return record.get(name) if isinstance(record, dict) else getattr(record, name, None)
+
+
+def kv_groups(kv_cache: Any) -> tuple[int, ...]:
+    """The KV cache groups of an estimate's kv_cache (EstimateResult.kv_cache, or its JSON dict), one number
+    each: 0 where a request's blocks grow with it (full attention), -window for a sliding window of that many
+    tokens, the estimate's blocks a request for a fixed state (Mamba / linear attention). (0,) when the estimate
+    has no groups: one full-attention pool."""
     out = []
-    for g in (kv_cache or {}).get("groups") or ():
-        window = int(g.get("window_tokens") or 0)
+    for g in (_field(kv_cache, "groups") if kv_cache else None) or ():
+        window = int(_field(g, "window_tokens") or 0)
         if window:
             out.append(-window)
-        elif "mamba" in str(g.get("kind", "")).lower():
-            out.append(1)
+        elif "mamba" in str(_field(g, "kind") or "").lower():
+            out.append(max(1, int(_field(g, "blocks_per_request") or 1)))
         else:
             out.append(0)
     return tuple(out) or (0,)

@@ -310,10 +310,11 @@ def test_a_sliding_window_group_holds_its_window_not_the_whole_request():
     from configurator.record import to_json
     from configurator.speed.schedule import BLOCK, group_cap, kv_groups, replay
 
-    est = json.loads(to_json(estimate(EstimateRequest(model="openai/gpt-oss-120b", gpu="h100-80gb",
-                                                      vllm_version="0.11.0"))))
+    result = estimate(EstimateRequest(model="openai/gpt-oss-120b", gpu="h100-80gb", vllm_version="0.11.0"))
+    est = json.loads(to_json(result))
     groups = kv_groups(est["kv_cache"])
     assert sorted(groups) == [-128, 0]
+    assert kv_groups(result.kv_cache) == groups  # the record itself reads as its JSON does
     assert group_cap(-128, 1) == 128 // BLOCK + 1 and group_cap(-128, 2048) == -(-(127 + 2048) // BLOCK) + 1
     assert kv_groups({"groups": []}) == (0,) and kv_groups(None) == (0,)
     kv = 60_000
